@@ -1,0 +1,20 @@
+# inductionlab: train tiny attention-only transformers on the repeated-block letter
+# task and reverse-engineer them. Run with `snakemake --cores 8`.
+from inductionlab.config import validate_config
+
+
+configfile: "config.yaml"
+
+
+# Validate (and fill defaults) before any job is scheduled; errors name the key.
+validate_config(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/train.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_weights(),

@@ -1,0 +1,95 @@
+"""Validation of config.yaml: JSON Schema with defaults, then the cross-field rules.
+
+Errors name the offending key as a dotted path (``variants.two_layer.n_heads``)
+and say what is allowed, before any job starts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the key."""
+
+
+def _with_defaults(cls):
+    """A validator class that fills in ``default`` values of missing properties."""
+    validate_properties = cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = _copy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+
+
+def _copy(value):
+    import copy
+
+    return copy.deepcopy(value)
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
+        where = _key(path) if path else "top level"
+        return (f"unknown key(s) {', '.join(_key(path + [e]) for e in extra)} in {where}; "
+                f"allowed: {', '.join(allowed)}")
+    if error.validator == "required":
+        return f"{_key(path)}: {error.message}"
+    return f"{_key(path)}: {error.message}"
+
+
+def validate_config(config: dict, schema_path: str | Path) -> dict:
+    """Validate ``config`` in place (filling defaults) and return it.
+
+    Raises :class:`ConfigError` listing every problem, each naming its key.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator_cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    problems = [_describe(e) for e in errors]
+    if not problems:
+        problems = check_semantics(config)
+    if problems:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+    return config
+
+
+def check_semantics(config: dict) -> list[str]:
+    """Rules JSON Schema does not express; one message per problem."""
+    problems = []
+    for name, spec in config["variants"].items():
+        where = f"variants.{name}"
+        if spec["d_model"] % spec["n_heads"]:
+            problems.append(f"{where}.d_model: {spec['d_model']} is not divisible by "
+                            f"{where}.n_heads = {spec['n_heads']}")
+        bad = [l for l in spec["smear_layers"] if l >= spec["n_layers"]]
+        if bad:
+            problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
+                            f"n_layers = {spec['n_layers']} (layers are 0-based)")
+    train = config["train"]
+    if train["eval_every"] > train["steps"]:
+        problems.append(f"train.eval_every: {train['eval_every']} exceeds train.steps = "
+                        f"{train['steps']}; the log would hold only the first and last step")
+    return problems
+
+
+def load_config(path: str | Path, schema_path: str | Path) -> dict:
+    """Read a YAML config file and validate it."""
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of keys to values")
+    return validate_config(config, schema_path)

@@ -1,0 +1,96 @@
+"""The repeated-block letter task.
+
+A sequence is a block of ``block_len`` letters drawn uniformly with replacement
+from ``vocab_size`` letters, repeated ``n_blocks`` times. Position ``i`` predicts
+token ``i + 1``; targets inside the first block are unpredictable, every later
+target is a copy of the token ``block_len`` positions earlier.
+"""
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+
+import torch
+
+from .seeding import generator
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    vocab_size: int = 26
+    block_len: int = 6
+    n_blocks: int = 4
+
+    @property
+    def seq_len(self) -> int:
+        return self.block_len * self.n_blocks
+
+    @property
+    def first_predictable(self) -> int:
+        """Index (into the ``seq_len - 1`` predictions) of the first predictable target.
+
+        Prediction ``i`` is made at position ``i`` for token ``i + 1``; token
+        ``block_len`` is the first one that repeats an earlier token.
+        """
+        return self.block_len - 1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TaskConfig":
+        return cls(**{k: d[k] for k in ("vocab_size", "block_len", "n_blocks") if k in d})
+
+
+def sample_blocks(n: int, task: TaskConfig, gen: torch.Generator) -> torch.Tensor:
+    """``n`` blocks of letters drawn uniformly with replacement: int64 [n, block_len]."""
+    return torch.randint(0, task.vocab_size, (n, task.block_len), generator=gen, device=gen.device)
+
+
+def repeat_blocks(blocks: torch.Tensor, n_blocks: int) -> torch.Tensor:
+    """Repeat each block ``n_blocks`` times along the sequence axis."""
+    return blocks.repeat(1, n_blocks)
+
+
+def sample_sequences(n: int, task: TaskConfig, gen: torch.Generator) -> torch.Tensor:
+    """``n`` task sequences: int64 [n, seq_len]."""
+    return repeat_blocks(sample_blocks(n, task, gen), task.n_blocks)
+
+
+def validation_set(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
+    """A fixed validation set; depends only on ``(n, task, seed)``."""
+    return sample_sequences(n, task, generator(seed, "validation"))
+
+
+def predictable_mask(task: TaskConfig) -> torch.Tensor:
+    """Bool [seq_len - 1]: which next-token predictions have a determined target."""
+    mask = torch.zeros(task.seq_len - 1, dtype=torch.bool)
+    mask[task.first_predictable:] = True
+    return mask
+
+
+def loss_floor(task: TaskConfig) -> float:
+    """Lowest achievable mean loss over all predictions: the unpredictable ones cost ln V."""
+    import math
+
+    n_pred = task.seq_len - 1
+    return task.first_predictable / n_pred * math.log(task.vocab_size)
+
+
+ALPHABET = string.ascii_uppercase
+
+
+def encode(text: str, vocab_size: int = 26) -> torch.Tensor:
+    """Letters to token ids; raises ``ValueError`` naming the first bad character."""
+    letters = ALPHABET[:vocab_size]
+    ids = []
+    for pos, ch in enumerate(text):
+        up = ch.upper()
+        if up not in letters:
+            raise ValueError(
+                f"prompt {text!r}: character {ch!r} at position {pos} is not one of the "
+                f"{vocab_size} letters {letters[0]}-{letters[-1]}"
+            )
+        ids.append(letters.index(up))
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def decode(ids) -> str:
+    return "".join(ALPHABET[int(i)] for i in ids)

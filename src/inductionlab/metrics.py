@@ -1,0 +1,44 @@
+"""Task metrics: per-token loss, loss on predictable targets, accuracy."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .data import TaskConfig, predictable_mask
+
+
+def per_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy [B, T-1]: prediction i (at position i) for token i+1."""
+    pred = logits[:, :-1]
+    return F.cross_entropy(pred.reshape(-1, pred.shape[-1]), tokens[:, 1:].reshape(-1),
+                           reduction="none").view(tokens.shape[0], -1)
+
+
+def mean_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean next-token loss over all predictions (the training objective)."""
+    return per_token_loss(logits, tokens).mean()
+
+
+def task_metrics(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConfig) -> dict:
+    """Headline metrics of one batch.
+
+    loss_all: mean loss over all T-1 predictions; loss_pred / acc_pred: mean loss
+    and argmax accuracy over the predictable targets (tokens block_len..T-1);
+    loss_pos: per-prediction mean loss [T-1].
+    """
+    losses = per_token_loss(logits, tokens)
+    mask = predictable_mask(task).to(losses.device)
+    correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]
+    return {
+        "loss_all": losses.mean().item(),
+        "loss_pred": losses[:, mask].mean().item(),
+        "acc_pred": correct[:, mask].float().mean().item(),
+        "loss_pos": losses.mean(0).tolist(),
+    }
+
+
+@torch.no_grad()
+def evaluate(model, tokens: torch.Tensor, task: TaskConfig, batch_size: int = 4096) -> dict:
+    """:func:`task_metrics` of ``model`` on ``tokens``, computed in chunks."""
+    logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
+    return task_metrics(logits, tokens, task)

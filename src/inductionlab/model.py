@@ -1,0 +1,244 @@
+"""Attention-only transformer of the write-up, batched over heads.
+
+Shapes (row-vector convention, as in TransformerLens):
+    W_E [V, D]        embedding of one-hot tokens
+    W_U [D, V]        unembedding
+    W_Q, W_K, W_V [L, H, D, d]
+    W_O [L, H, d, D]
+    pos [T, d]        positional table added to queries and keys after projection
+    smear_alpha[l]    [H, T-1] (per position) or [H, 1] (per head), for smeared layers
+
+There is no LayerNorm, MLP or bias. The positional table enters only the
+attention scores; the residual stream carries token information only.
+
+Every layer reads its queries, keys and values from residual streams chosen by
+an :class:`Intervention` (by default the full residual stream), so composition
+ablations are a small subclass, not a second model.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+POS_ENCODINGS = ("original", "standard")
+SMEAR_FORMS = ("per_position", "per_head")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int = 26
+    d_model: int = 32
+    n_heads: int = 4
+    n_layers: int = 1
+    seq_len: int = 24
+    pos_encoding: str = "original"
+    smear_layers: tuple[int, ...] = ()
+    smear_form: str = "per_position"
+
+    def __post_init__(self):
+        object.__setattr__(self, "smear_layers", tuple(int(l) for l in self.smear_layers))
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        if self.pos_encoding not in POS_ENCODINGS:
+            raise ValueError(f"pos_encoding={self.pos_encoding!r}; allowed: {POS_ENCODINGS}")
+        if self.smear_form not in SMEAR_FORMS:
+            raise ValueError(f"smear_form={self.smear_form!r}; allowed: {SMEAR_FORMS}")
+        bad = [l for l in self.smear_layers if not 0 <= l < self.n_layers]
+        if bad:
+            raise ValueError(
+                f"smear_layers={list(self.smear_layers)}: layer(s) {bad} do not exist "
+                f"in a model with n_layers={self.n_layers} (layers are 0-based)"
+            )
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["smear_layers"] = list(self.smear_layers)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelConfig":
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown model field(s) {unknown}; allowed: {sorted(known)}")
+        return cls(**d)
+
+
+def sinusoidal_table(seq_len: int, d: int, form: str = "original") -> torch.Tensor:
+    """Positional table [seq_len, d] (see SCIENCE.md, "Model").
+
+    ``original``: for pos >= 1, angle = pos / 10000^(2j/d) with the raw dimension
+    index j; sin on even j, cos on odd j; row 0 is zero.
+    ``standard``: angle = pos / 10000^(2i/d) for the pair index i = j // 2;
+    sin on even j, cos on odd j; row 0 included.
+    """
+    pos = torch.arange(seq_len, dtype=torch.float64)[:, None]
+    j = torch.arange(d, dtype=torch.float64)[None, :]
+    if form == "original":
+        exponent = 2 * j / d
+    elif form == "standard":
+        exponent = 2 * torch.div(j, 2, rounding_mode="floor") / d
+    else:
+        raise ValueError(f"pos_encoding={form!r}; allowed: {POS_ENCODINGS}")
+    angle = pos / 10000.0**exponent
+    even = (j.long() % 2 == 0).expand_as(angle)
+    table = torch.where(even, torch.sin(angle), torch.cos(angle))
+    if form == "original":
+        table[0] = 0.0
+    return table.float()
+
+
+def smear_keys(k: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """k'_j = s_j k_j + (1 - s_j) k_{j-1} for j >= 1, k'_0 = k_0, with s = sigmoid(alpha).
+
+    k: [B, H, T, d]; alpha: [H, T_max - 1] (per position) or [H, 1] (per head).
+    """
+    t = k.shape[2]
+    if t < 2:
+        return k
+    s = torch.sigmoid(alpha)[:, : t - 1][None, :, :, None]  # [1, H, T-1 or 1, 1]
+    mixed = s * k[:, :, 1:] + (1 - s) * k[:, :, :-1]
+    return torch.cat([k[:, :, :1], mixed], dim=2)
+
+
+@dataclass
+class Cache:
+    """Activations of one forward pass.
+
+    resid[l]    [B, T, D]   input to layer l (resid[0] = embedding, resid[L] = final)
+    pattern[l]  [B, H, T, T] attention pattern (query, key)
+    head_out[l] [B, H, T, D] each head's write to the residual stream
+    """
+
+    tokens: torch.Tensor
+    resid: list[torch.Tensor] = field(default_factory=list)
+    pattern: list[torch.Tensor] = field(default_factory=list)
+    head_out: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def embed(self) -> torch.Tensor:
+        return self.resid[0]
+
+
+class Intervention:
+    """Hooks into the forward pass; the base class changes nothing.
+
+    Subclasses override any of:
+    - ``layer_inputs``: residual streams from which a layer's queries, keys and
+      values are computed (e.g. keys from the embedding only: no K-composition);
+    - ``use_smear``: whether a smeared layer smears its keys;
+    - ``pattern``: replace or edit a layer's attention pattern;
+    - ``head_out``: replace or edit each head's output (zero/mean ablation).
+    """
+
+    def layer_inputs(self, layer: int, cache: Cache):
+        x = cache.resid[layer]
+        return x, x, x
+
+    def use_smear(self, layer: int) -> bool:
+        return True
+
+    def pattern(self, layer: int, pattern: torch.Tensor) -> torch.Tensor:
+        return pattern
+
+    def head_out(self, layer: int, head_out: torch.Tensor) -> torch.Tensor:
+        return head_out
+
+
+NO_INTERVENTION = Intervention()
+
+
+def _uniform_(param: torch.Tensor, fan_in: int, gen: torch.Generator | None) -> None:
+    """``nn.Linear``'s default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    bound = 1.0 / math.sqrt(fan_in)
+    with torch.no_grad():
+        param.uniform_(-bound, bound, generator=gen)
+
+
+class AttentionOnlyTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
+        super().__init__()
+        self.cfg = cfg
+        V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
+                            cfg.n_layers, cfg.seq_len)
+        self.W_E = nn.Parameter(torch.empty(V, D))
+        self.W_Q = nn.Parameter(torch.empty(L, H, D, d))
+        self.W_K = nn.Parameter(torch.empty(L, H, D, d))
+        self.W_V = nn.Parameter(torch.empty(L, H, D, d))
+        self.W_O = nn.Parameter(torch.empty(L, H, d, D))
+        self.W_U = nn.Parameter(torch.empty(D, V))
+        alpha_len = T - 1 if cfg.smear_form == "per_position" else 1
+        self.smear_alpha = nn.ParameterDict(
+            {str(l): nn.Parameter(torch.ones(H, alpha_len)) for l in cfg.smear_layers}
+        )
+        self.register_buffer("pos", sinusoidal_table(T, d, cfg.pos_encoding), persistent=True)
+        # fan_in of the equivalent nn.Linear: one-hot input (V) for the embedding,
+        # D for Q/K/V and the unembedding, H*d = D for the output projection.
+        _uniform_(self.W_E, V, gen)
+        for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
+            _uniform_(w, D, gen)
+        _uniform_(self.W_U, D, gen)
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _project(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """x [B, T, D] times every head's w [H, D, d] -> [B, H, T, d], as one matmul."""
+        H, D, d = w.shape
+        return (x @ w.permute(1, 0, 2).reshape(D, H * d)).view(*x.shape[:2], H, d).transpose(1, 2)
+
+    def _run(self, tokens: torch.Tensor, intervention: Intervention, per_head: bool):
+        cfg = self.cfg
+        B, T = tokens.shape
+        if T > cfg.seq_len:
+            raise ValueError(f"sequence length {T} exceeds the model's seq_len={cfg.seq_len}")
+        cache = Cache(tokens=tokens)
+        cache.resid.append(self.W_E[tokens])
+        pos = self.pos[:T]
+        mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
+        scale = 1.0 / math.sqrt(cfg.d_head)
+        for l in range(cfg.n_layers):
+            x_q, x_k, x_v = intervention.layer_inputs(l, cache)
+            q = self._project(x_q, self.W_Q[l]) + pos
+            k = self._project(x_k, self.W_K[l])
+            v = self._project(x_v, self.W_V[l])
+            if str(l) in self.smear_alpha and intervention.use_smear(l):
+                k = smear_keys(k, self.smear_alpha[str(l)])
+            k = k + pos
+            scores = (q @ k.transpose(-1, -2)) * scale + mask
+            pattern = intervention.pattern(l, torch.softmax(scores, dim=-1))
+            z = pattern @ v  # [B, H, T, d]
+            cache.pattern.append(pattern)
+            if per_head:
+                head_out = intervention.head_out(l, torch.einsum("bhtd,hdD->bhtD", z, self.W_O[l]))
+                cache.head_out.append(head_out)
+                update = head_out.sum(dim=1)
+            else:  # the same sum over heads as one matmul
+                update = z.transpose(1, 2).reshape(B, T, -1) @ self.W_O[l].reshape(-1, cfg.d_model)
+            cache.resid.append(cache.resid[l] + update)
+        return cache.resid[-1] @ self.W_U, cache
+
+    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
+        """Logits [B, T, V] and the :class:`Cache` of the pass (with per-head outputs)."""
+        return self._run(tokens, intervention, per_head=True)
+
+    def forward(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
+        """Logits [B, T, V]. Per-head outputs are formed only when an intervention may edit them."""
+        per_head = type(intervention).head_out is not Intervention.head_out
+        return self._run(tokens, intervention, per_head)[0]
+
+
+def build_model(cfg: ModelConfig, seed: int) -> AttentionOnlyTransformer:
+    """A freshly initialised model; the initial weights depend only on (cfg, seed)."""
+    from .seeding import generator
+
+    return AttentionOnlyTransformer(cfg, generator(seed, "init"))

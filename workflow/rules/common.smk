@@ -1,0 +1,34 @@
+# Helpers shared by every stage: the list of models and their result folders.
+import json
+import os
+import shlex
+
+from inductionlab.spec import make_spec
+
+VARIANTS = list(config["variants"])
+SEEDS = [int(s) for s in config["seeds"]]
+RESULTS = "results"
+
+
+wildcard_constraints:
+    variant="|".join(VARIANTS),
+    seed=r"\d+",
+
+
+def model_file(name):
+    """Path pattern of ``name`` in a model's result folder (wildcards variant, seed)."""
+    return f"{RESULTS}/{{variant}}/seed{{seed}}/{name}"
+
+
+def per_model(name):
+    """``name`` in every (variant, seed) result folder."""
+    return expand(model_file(name), variant=VARIANTS, seed=SEEDS)
+
+
+def all_weights():
+    return per_model("weights.npz")
+
+
+def model_spec_json(wildcards):
+    """The resolved spec of one model; a params change reruns that model only."""
+    return json.dumps(make_spec(config, wildcards.variant, int(wildcards.seed)), sort_keys=True)

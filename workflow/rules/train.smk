@@ -1,0 +1,56 @@
+# Training: one job per (variant, seed), then the named weight arrays.
+#
+# `snakemake --lint` asks for a `conda:` directive on every rule. The rules run the
+# `inductionlab` console script of the environment the workflow itself runs in
+# (installed with pip or from environment.yml); a per-rule conda environment
+# would have to install this package from the source tree, which --use-conda
+# does not see. So there is none, on purpose.
+
+
+localrules:
+    model_spec,
+
+
+rule model_spec:
+    output:
+        model_file("spec.json"),
+    params:
+        spec=model_spec_json,
+    log:
+        "logs/model_spec/{variant}/seed{seed}.log",
+    run:
+        from inductionlab.spec import write_spec
+
+        write_spec(output[0], json.loads(params.spec))
+
+
+rule train:
+    input:
+        model_file("spec.json"),
+    output:
+        model=model_file("model.pt"),
+        log_csv=model_file("train_log.csv"),
+        checkpoints=directory(model_file("checkpoints")),
+    params:
+        out_dir=lambda wildcards, output: os.path.dirname(output.model),
+    log:
+        "logs/train/{variant}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/train/{variant}/seed{seed}.tsv"
+    threads: config["train"]["threads"]
+    resources:
+        mem_mb=config["train"]["mem_mb"],
+        runtime=config["train"]["runtime_min"],
+    shell:
+        "inductionlab train {input} {params.out_dir} --threads {threads} > {log} 2>&1"
+
+
+rule extract_weights:
+    input:
+        model_file("model.pt"),
+    output:
+        model_file("weights.npz"),
+    log:
+        "logs/extract_weights/{variant}/seed{seed}.log",
+    shell:
+        "inductionlab extract-weights {input} {output} > {log} 2>&1"
