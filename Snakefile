@@ -11,10 +11,15 @@ validate_config(config, workflow.source_path("workflow/schemas/config.schema.yam
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/settings.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/circuits.smk"
+include: "workflow/rules/behaviour.smk"
 
 
 rule all:
     default_target: True
     input:
         all_weights(),
+        circuit_outputs(),
+        behaviour_outputs(),

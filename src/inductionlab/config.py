@@ -80,10 +80,34 @@ def check_semantics(config: dict) -> list[str]:
         if bad:
             problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
                             f"n_layers = {spec['n_layers']} (layers are 0-based)")
+    problems += _check_behaviour(config)
     train = config["train"]
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} exceeds train.steps = "
                         f"{train['steps']}; the log would hold only the first and last step")
+    return problems
+
+
+def _check_behaviour(config: dict) -> list[str]:
+    from .behaviour import check_prompt
+    from .data import TaskConfig
+
+    task = TaskConfig.from_dict(config["task"])
+    behaviour = config["behaviour"]
+    problems = []
+    for k, item in enumerate(behaviour["prompts"]):
+        try:
+            check_prompt(item["prompt"], task)
+        except ValueError as err:
+            problems.append(f"behaviour.prompts.{k}.prompt: {err}")
+    for key in ("failure_prompt_len",):
+        if not task.block_len <= behaviour[key] < task.seq_len:
+            problems.append(f"behaviour.{key}: {behaviour[key]} must be at least task.block_len "
+                            f"= {task.block_len} and below the sequence length {task.seq_len}")
+    for L in behaviour["random_prompt_lengths"]:
+        if L >= task.seq_len:
+            problems.append(f"behaviour.random_prompt_lengths: {L} leaves nothing to complete "
+                            f"(sequence length {task.seq_len})")
     return problems
 
 

@@ -29,6 +29,25 @@ def all_weights():
     return per_model("weights.npz")
 
 
+def circuit_outputs():
+    return per_model("circuits.csv") + per_model("composition.csv") + per_model("eigenvalues.npz")
+
+
+def behaviour_outputs():
+    files = ["completions.csv", "failure_modes.csv", "attention.npz", "head_scores.csv",
+             "behaviour.csv", "figures/attention"]
+    return [path for name in files for path in per_model(name)]
+
+
 def model_spec_json(wildcards):
     """The resolved spec of one model; a params change reruns that model only."""
     return json.dumps(make_spec(config, wildcards.variant, int(wildcards.seed)), sort_keys=True)
+
+
+def stage_settings_json(wildcards):
+    """One config section (plus the task) as JSON; a change reruns only that stage."""
+    return json.dumps({**config[wildcards.stage], "task": config["task"]}, sort_keys=True)
+
+
+def settings_file(stage):
+    return f"{RESULTS}/settings/{stage}.json"

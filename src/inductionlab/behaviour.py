@@ -1,0 +1,316 @@
+"""What a model does: greedy completions, the failure-mode suite, habits, ICL score.
+
+See SCIENCE.md, "Behaviour". Every random sample comes from a generator seeded
+with the behaviour settings' ``eval_seed``, so every model sees the same prompts.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .data import ALPHABET, TaskConfig, decode, encode, repeat_blocks, sample_blocks
+from .metrics import per_token_loss
+from .seeding import generator
+
+
+# ---------------------------------------------------------------- prompts
+
+def check_prompt(prompt: str, task: TaskConfig) -> torch.Tensor:
+    """Token ids of ``prompt``; ``ValueError`` naming the prompt if it cannot be completed.
+
+    Letters are case-insensitive. A prompt must be non-empty, use only the task's
+    letters and be shorter than the context (something is left to complete).
+    """
+    letters = ALPHABET[:task.vocab_size]
+    if not isinstance(prompt, str) or not prompt:
+        raise ValueError(f"prompt {prompt!r}: empty; give at least one letter")
+    bad = sorted({ch for ch in prompt if ch.upper() not in letters})
+    if bad:
+        raise ValueError(f"prompt {prompt!r}: character(s) {bad} are not among the "
+                         f"{task.vocab_size} letters {letters[0]}-{letters[-1]}")
+    if len(prompt) >= task.seq_len:
+        raise ValueError(f"prompt {prompt!r}: {len(prompt)} letters; it must be shorter than "
+                         f"the context of {task.seq_len} tokens")
+    return torch.tensor([letters.index(ch.upper()) for ch in prompt], dtype=torch.long)
+
+
+def expected_completion(prompt: str, task: TaskConfig) -> str | None:
+    """The task's completion of ``prompt`` to ``seq_len``, or None if no task sequence starts so.
+
+    A prompt is in distribution when it repeats with period ``block_len`` and
+    holds at least one whole block (otherwise its continuation is not determined).
+    """
+    p, n = prompt.upper(), task.block_len
+    if len(p) < n or any(p[i] != p[i - n] for i in range(n, len(p))):
+        return None
+    return "".join(p[i % n] for i in range(len(p), task.seq_len))
+
+
+@torch.no_grad()
+def greedy_complete(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
+    """Greedy decoding of equal-length prompts [B, P] to ``length`` tokens: [B, length].
+
+    The growing sequence is padded to ``length`` and the whole buffer run each step;
+    causality makes the padding invisible to the positions read.
+    """
+    B, P = prompts.shape
+    seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
+    seq[:, :P] = prompts
+    for t in range(P, length):
+        seq[:, t] = model(seq)[:, t - 1].argmax(-1)
+    return seq
+
+
+def completion_accuracy(generated: torch.Tensor, expected: torch.Tensor, start: int) -> torch.Tensor:
+    """Per sequence: share of positions >= ``start`` where the two agree: [B]."""
+    return (generated[:, start:] == expected[:, start:]).float().mean(-1)
+
+
+def immediate_repeats(seq: torch.Tensor, start: int) -> torch.Tensor:
+    """Bool [B, T - start]: token t equals token t - 1, for the tokens t >= start."""
+    return seq[:, start:] == seq[:, start - 1:-1]
+
+
+def in_prompt(seq: torch.Tensor, start: int) -> torch.Tensor:
+    """Bool [B, T - start]: token t occurs somewhere in the prompt seq[:, :start]."""
+    return (seq[:, start:, None] == seq[:, None, :start]).any(-1)
+
+
+def prompt_suite(model, prompts: list[str], task: TaskConfig, write_up: list[dict] | None = None,
+                 variant: str | None = None) -> pd.DataFrame:
+    """One row per suite prompt: completion, expected completion, accuracy, habits."""
+    rows = []
+    for k, prompt in enumerate(prompts):
+        ids = check_prompt(prompt, task)
+        seq = greedy_complete(model, ids[None], task.seq_len)
+        completion = decode(seq[0, len(prompt):])
+        expected = expected_completion(prompt, task)
+        reference = (write_up[k] if write_up else {}).get(variant) if variant else None
+        rows.append({
+            "prompt": prompt.upper(),
+            "in_distribution": expected is not None,
+            "completion": completion,
+            "expected": expected or "",
+            "accuracy": (np.mean([a == b for a, b in zip(completion, expected)])
+                         if expected else np.nan),
+            "write_up_completion": reference or "",
+            "immediate_repeat_rate": immediate_repeats(seq, len(prompt)).float().mean().item(),
+            "share_in_prompt": in_prompt(seq, len(prompt)).float().mean().item(),
+        })
+    return pd.DataFrame(rows)
+
+
+def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], seed: int) -> dict:
+    """Greedy completion of random in- and out-of-distribution prompts.
+
+    In distribution: the first ``L`` tokens of random task sequences (for each L in
+    ``lengths``); accuracy on the completed letters, mean and std over prompts, the
+    share completed perfectly, and the immediate-repeat rate of the completions
+    against that of the correct completions. Out of distribution: ``2 * block_len``
+    letters drawn uniformly (no repetition structure).
+    """
+    out = {}
+    for L in lengths:
+        blocks = sample_blocks(n, task, generator(seed, f"random-prompts-{L}"))
+        target = repeat_blocks(blocks, task.n_blocks)
+        seq = greedy_complete(model, target[:, :L], task.seq_len)
+        acc = completion_accuracy(seq, target, L)
+        out.update({
+            f"random_len{L}_acc_mean": acc.mean().item(),
+            f"random_len{L}_acc_std": acc.std().item(),
+            f"random_len{L}_exact": (acc == 1).float().mean().item(),
+            f"random_len{L}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
+            f"random_len{L}_repeat_rate_data": immediate_repeats(target, L).float().mean().item(),
+            f"random_len{L}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
+        })
+    L = 2 * task.block_len
+    ood = torch.randint(0, task.vocab_size, (n, L), generator=generator(seed, "random-ood-prompts"))
+    seq = greedy_complete(model, ood, task.seq_len)
+    out.update({
+        f"ood_len{L}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
+        f"ood_len{L}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
+    })
+    return out
+
+
+# ---------------------------------------------------------------- failure modes
+
+@lru_cache(maxsize=None)
+def repetition_patterns(n: int) -> tuple[str, ...]:
+    """Every set partition of n positions, as a canonical letter pattern.
+
+    Restricted growth strings: the first position is A, each later position
+    reuses an earlier letter or takes the next new one (AAABBB, ABABAB, ABCDEF...).
+    Bell(n) patterns; Bell(6) = 203.
+    """
+    out = []
+
+    def grow(prefix: list[int], n_used: int):
+        if len(prefix) == n:
+            out.append("".join(ALPHABET[i] for i in prefix))
+            return
+        for letter in range(n_used + 1):
+            grow(prefix + [letter], max(n_used, letter + 1))
+
+    grow([], 0)
+    return tuple(out)
+
+
+def pattern_of(block: str) -> str:
+    """The repetition pattern of a block: ``XXYZZY`` -> ``AABCCB``."""
+    first: dict[str, str] = {}
+    return "".join(first.setdefault(ch, ALPHABET[len(first)]) for ch in block)
+
+
+def pattern_probability(pattern: str, vocab_size: int) -> float:
+    """Probability that a uniformly drawn block has this pattern: V!/(V-k)! / V^n."""
+    k = len(set(pattern))
+    return math.perm(vocab_size, k) / vocab_size ** len(pattern)
+
+
+def adjacent_repeats(pattern: str) -> int:
+    """Equal neighbours in the repeated sequence: inside the block and across its wrap."""
+    return sum(pattern[i] == pattern[(i + 1) % len(pattern)] for i in range(len(pattern)))
+
+
+def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Generator) -> torch.Tensor:
+    """``n`` blocks realising ``pattern``, their distinct letters drawn uniformly: [n, len]."""
+    k = len(set(pattern))
+    letters = torch.argsort(torch.rand(n, vocab_size, generator=gen), dim=1)[:, :k]
+    index = torch.tensor([ALPHABET.index(ch) for ch in pattern])
+    return letters[:, index]
+
+
+@torch.no_grad()
+def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: int) -> pd.DataFrame:
+    """Accuracy on every repetition pattern of a block, weighted by how often it occurs.
+
+    Per pattern: teacher-forced argmax accuracy on the predictable targets; greedy
+    accuracy on the letters completed from a ``prompt_len``-letter prompt and the
+    share completed perfectly; the pattern's probability under uniform sampling;
+    ``error_mass`` = probability x teacher-forced error rate and its share of the total.
+    """
+    patterns = repetition_patterns(task.block_len)
+    gen = generator(seed, "failure-modes")
+    blocks = torch.cat([blocks_with_pattern(p, samples, task.vocab_size, gen) for p in patterns])
+    seqs = repeat_blocks(blocks, task.n_blocks)
+    logits = torch.cat([model(seqs[i:i + 4096]) for i in range(0, len(seqs), 4096)])
+    start = task.first_predictable
+    correct = (logits[:, :-1].argmax(-1) == seqs[:, 1:])[:, start:].float().mean(-1)
+    greedy = torch.cat([greedy_complete(model, seqs[i:i + 4096, :prompt_len], task.seq_len)
+                        for i in range(0, len(seqs), 4096)])
+    greedy_acc = completion_accuracy(greedy, seqs, prompt_len)
+    frame = pd.DataFrame({
+        "pattern": patterns,
+        "n_distinct": [len(set(p)) for p in patterns],
+        "adjacent_repeats": [adjacent_repeats(p) for p in patterns],
+        "probability": [pattern_probability(p, task.vocab_size) for p in patterns],
+        "teacher_forced_acc": correct.view(len(patterns), samples).mean(-1).numpy(),
+        f"greedy_acc_prompt{prompt_len}": greedy_acc.view(len(patterns), samples).mean(-1).numpy(),
+        f"greedy_exact_prompt{prompt_len}": (greedy_acc == 1).float().view(len(patterns), samples)
+        .mean(-1).numpy(),
+    })
+    frame["error_mass"] = frame["probability"] * (1 - frame["teacher_forced_acc"])
+    total = frame["error_mass"].sum()
+    frame["error_share"] = frame["error_mass"] / total if total > 0 else 0.0
+    return frame
+
+
+# ---------------------------------------------------------------- in-context learning
+
+def icl_score(loss_pos: torch.Tensor) -> float:
+    """Loss at the last prediction minus loss at the first (negative: learns in context)."""
+    return float(loss_pos[-1] - loss_pos[0])
+
+
+@torch.no_grad()
+def per_position_loss(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean loss of each of the T - 1 predictions over ``tokens``: [T - 1]."""
+    return torch.cat([per_token_loss(model(tokens[i:i + 4096]), tokens[i:i + 4096])
+                      for i in range(0, len(tokens), 4096)]).mean(0)
+
+
+# ---------------------------------------------------------------- the stage
+
+def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fixed samples every model is scored on: random task sequences, and task
+    sequences whose blocks have distinct letters (for prefix matching)."""
+    random = repeat_blocks(sample_blocks(n, task, generator(seed, "behaviour-sample")), task.n_blocks)
+    distinct_pattern = ALPHABET[:task.block_len]
+    if task.block_len > task.vocab_size:
+        raise ValueError("block_len exceeds vocab_size: no block has distinct letters")
+    distinct = repeat_blocks(
+        blocks_with_pattern(distinct_pattern, n, task.vocab_size, generator(seed, "distinct-sample")),
+        task.n_blocks)
+    return random, distinct
+
+
+def write_behaviour(model_path, settings_path, completions_csv, failure_csv, attention_npz,
+                    head_scores_csv, summary_csv, log=print) -> None:
+    """The behaviour stage for one model: every table and the attention arrays."""
+    import json
+
+    from . import atomic
+    from .attention import head_roles, head_score_table, offset_profile
+    from .metrics import task_metrics
+    from .train import load_model
+
+    settings = json.loads(open(settings_path).read())
+    model, spec = load_model(model_path)
+    task = TaskConfig.from_dict(spec["task"])
+    variant, seed = spec["variant"], spec["seed"]
+    ident = {"variant": variant, "seed": seed}
+    prompts = [p["prompt"] for p in settings["prompts"]]
+    for p in prompts:  # every prompt is checked before any model runs
+        check_prompt(p, task)
+
+    log(f"[{variant} seed {seed}] scoring heads on {settings['n_sequences']} sequences")
+    tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+    scores, means = head_score_table(model, tokens, distinct, task.block_len,
+                                     settings["roles"]["local_window"])
+    scores["roles"] = ["+".join(head_roles(row, settings["roles"])) or "none"
+                       for row in scores.to_dict("records")]
+
+    log(f"[{variant} seed {seed}] prompt suite")
+    completions = prompt_suite(model, prompts, task,
+                               [p.get("write_up", {}) for p in settings["prompts"]], variant)
+    with torch.no_grad():
+        completed = torch.stack([encode(p + c, task.vocab_size) for p, c in
+                                 zip(completions["prompt"], completions["completion"])])
+        _, prompt_cache = model.run_with_cache(completed)
+
+    log(f"[{variant} seed {seed}] random prompts and failure modes")
+    with torch.no_grad():
+        metrics = task_metrics(model(tokens), tokens, task)
+    summary = {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
+               "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"]))}
+    summary.update({f"loss_pos{i}": v for i, v in enumerate(metrics["loss_pos"])})
+    summary.update(random_prompt_summary(model, task, settings["n_random_prompts"],
+                                         settings["random_prompt_lengths"], settings["eval_seed"]))
+    failures = failure_modes(model, task, settings["failure_samples"],
+                             settings["failure_prompt_len"], settings["eval_seed"])
+
+    arrays = {"prompts": np.array(list(completions["prompt"])),
+              "prompt_tokens": completed.numpy()}
+    for l, mean in enumerate(means):
+        arrays[f"mean_pattern_L{l}"] = mean.numpy()
+        arrays[f"offset_profile_L{l}"] = offset_profile(mean).numpy()
+        arrays[f"prompt_pattern_L{l}"] = prompt_cache.pattern[l].numpy()
+
+    def tidy(frame):
+        return pd.concat([pd.DataFrame([ident] * len(frame)), frame.reset_index(drop=True)], axis=1)
+
+    atomic.write_csv(completions_csv, tidy(completions))
+    atomic.write_csv(failure_csv, tidy(failures))
+    atomic.write_csv(head_scores_csv, tidy(scores))
+    atomic.write_csv(summary_csv, tidy(pd.DataFrame({"metric": list(summary),
+                                                     "value": list(summary.values())})))
+    with atomic.atomic_path(attention_npz, suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)
+    worst = failures.sort_values("error_mass", ascending=False).head(3)
+    log(f"[{variant} seed {seed}] acc_pred {summary['acc_pred']:.3f}; worst patterns: "
+        + ", ".join(f"{r.pattern} ({r.teacher_forced_acc:.2f})" for r in worst.itertuples()))
