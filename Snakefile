@@ -15,11 +15,25 @@ include: "workflow/rules/settings.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/circuits.smk"
 include: "workflow/rules/behaviour.smk"
+include: "workflow/rules/ablations.smk"
+include: "workflow/rules/dynamics.smk"
+
+
+for extra in config["extra_rules"]:
+
+    include: os.path.abspath(extra)
+
+
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
+        "reports/report.html",
+        "reports/report.pdf",
         all_weights(),
         circuit_outputs(),
         behaviour_outputs(),
+        ablation_outputs(),
+        dynamics_outputs(),

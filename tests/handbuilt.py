@@ -39,3 +39,87 @@ class ShiftCopyModel(AttentionOnlyTransformer):
 
     def _run(self, tokens, intervention, per_head):
         return super()._run(tokens, self.fixed, per_head)
+
+
+class PreviousTokenPattern(Intervention):
+    """Head ``head`` of layer ``layer`` attends from i to i - 1; at position 0 it attends nowhere
+    (a zero row), so it writes nothing there rather than a spurious "previous token"."""
+
+    def __init__(self, layer: int = 0, head: int = 0):
+        self.layer, self.head = layer, head
+
+    def pattern(self, layer, pattern):
+        if layer != self.layer:
+            return pattern
+        T = pattern.shape[-1]
+        prev = torch.zeros(T, T)
+        prev[torch.arange(1, T), torch.arange(T - 1)] = 1.0
+        out = pattern.clone()
+        out[:, self.head] = prev
+        return out
+
+
+class _Composed(Intervention):
+    """A model's own fixed pattern hook first, then the caller's intervention."""
+
+    def __init__(self, fixed: Intervention, outer: Intervention):
+        self.fixed, self.outer = fixed, outer
+
+    def layer_inputs(self, layer, cache):
+        return self.outer.layer_inputs(layer, cache)
+
+    def use_smear(self, layer):
+        return self.outer.use_smear(layer)
+
+    def pattern(self, layer, pattern):
+        return self.outer.pattern(layer, self.fixed.pattern(layer, pattern))
+
+    def head_out(self, layer, head_out):
+        return self.outer.head_out(layer, head_out)
+
+
+class InductionCircuitModel(AttentionOnlyTransformer):
+    """A two-layer induction circuit that runs through K-composition; two heads per layer.
+
+    The residual stream (D = 3V) has three subspaces: E (dims 0..V-1) holds the token,
+    P (V..2V-1) the previous token, R (2V..3V-1) the output of an irrelevant head.
+    - layer 0 head 0: previous-token head (pattern fixed to i -> i-1 by a built-in
+      pattern hook that composes with any intervention passed in); OV copies E into P;
+    - layer 0 head 1: irrelevant; attends by position only, copies E into R, which
+      nothing reads;
+    - layer 1 head 0: induction head; queries read E, keys read P (gain ``qk_gain``), so
+      query i attends to the key j whose previous token equals token i; OV copies E
+      into E with gain ``copy_gain``;
+    - layer 1 head 1: writes nothing.
+    W_U reads E, so the direct path adds +1 to the current token's logit. On blocks of
+    distinct letters the model predicts every token after the first occurrence of
+    its predecessor; with keys from the embedding (no K-composition) the induction
+    head's keys hold only the position, and the circuit is gone.
+    """
+
+    def __init__(self, vocab_size: int = 8, seq_len: int = 24, qk_gain: float = 12.0,
+                 copy_gain: float = 10.0):
+        V = vocab_size
+        super().__init__(ModelConfig(vocab_size=V, d_model=3 * V, n_heads=2, n_layers=2,
+                                     seq_len=seq_len))
+        eye = torch.eye(V)
+        E, P, R = slice(0, V), slice(V, 2 * V), slice(2 * V, 3 * V)
+        with torch.no_grad():
+            for w in (self.W_E, self.W_U, self.W_Q, self.W_K, self.W_V, self.W_O):
+                w.zero_()
+            self.W_E[:, E] = eye
+            self.W_U[E, :] = eye
+            # layer 0: head 0 writes the previous token into P, head 1 the current-ish one into R
+            self.W_V[0, 0, E, :V] = eye
+            self.W_O[0, 0, :V, P] = eye
+            self.W_V[0, 1, E, :V] = eye
+            self.W_O[0, 1, :V, R] = eye
+            # layer 1 head 0: query = current token, key = previous token, copy the attended token
+            self.W_Q[1, 0, E, :V] = qk_gain * eye
+            self.W_K[1, 0, P, :V] = qk_gain * eye
+            self.W_V[1, 0, E, :V] = eye
+            self.W_O[1, 0, :V, E] = copy_gain * eye
+        self.fixed = PreviousTokenPattern(layer=0, head=0)
+
+    def _run(self, tokens, intervention, per_head):
+        return super()._run(tokens, _Composed(self.fixed, intervention), per_head)

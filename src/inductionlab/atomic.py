@@ -12,6 +12,18 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(tmp: Path, path: Path, mode: int) -> None:
+    """Give ``tmp`` the permissions of a normally created file, then rename it to ``path``."""
+    os.chmod(tmp, mode & ~_umask())
+    os.replace(tmp, path)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success.
@@ -25,7 +37,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
     tmp = Path(tmp)
     try:
         yield tmp
-        os.replace(tmp, path)
+        _publish(tmp, path, 0o666)
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -41,7 +53,7 @@ def atomic_dir(path: str | os.PathLike):
         yield tmp
         if path.exists():
             shutil.rmtree(path)
-        os.replace(tmp, path)
+        _publish(tmp, path, 0o777)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -88,6 +88,79 @@ def _cmd_complete(args) -> None:
         print(line)
 
 
+def _cmd_dynamics(args) -> None:
+    import torch
+
+    from .dynamics import write_dynamics
+
+    torch.set_num_threads(max(1, args.threads))
+    write_dynamics(args.model, args.checkpoints, args.behaviour_settings, args.settings,
+                   args.dynamics, args.losses, args.phase_change,
+                   log=lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def _cmd_dynamics_figures(args) -> None:
+    import json
+
+    from .atomic import atomic_dir
+    from .dynamics_plots import write_dynamics_figures
+
+    task = json.loads(args.settings.read_text()).get("task") if args.settings else None
+    with atomic_dir(args.out_dir) as tmp:
+        write_dynamics_figures(args.dynamics, args.phase_change, tmp,
+                               title=args.title or _model_title(args.dynamics), task=task)
+
+
+def _cmd_per_token_loss_pca(args) -> None:
+    from .dynamics import write_per_token_loss_pca
+
+    frame = write_per_token_loss_pca(args.losses, args.table, args.figure)
+    print(f"PCA of {len(frame)} checkpoints: explained variance PC1 "
+          f"{frame['explained_variance_PC1'].iloc[0]:.3f}, PC2 "
+          f"{frame['explained_variance_PC2'].iloc[0]:.3f}", file=sys.stderr)
+
+
+def _cmd_phase_change_table(args) -> None:
+    from .dynamics import write_phase_change_table
+
+    write_phase_change_table(args.phase_change, args.out)
+
+
+def _cmd_aggregate(args) -> None:
+    from .aggregate import aggregate
+
+    aggregate(args.name, args.inputs, args.long, args.summary)
+
+
+def _cmd_claims(args) -> None:
+    from .claims import run_claims
+
+    run_claims(args.claims_yaml, args.tables, args.claims, args.scorecard)
+
+
+def _cmd_figure(args) -> None:
+    from .plots import write_figure
+
+    write_figure(args.name, args.variant, args.settings, args.out, args.inputs)
+
+
+def _cmd_report(args) -> None:
+    from .report.render import write_report
+
+    write_report(args.manifest, args.html, args.pdf,
+                 log=lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def _cmd_ablations(args) -> None:
+    import torch
+
+    from .ablations import write_ablations
+
+    torch.set_num_threads(max(1, args.threads))
+    write_ablations(args.model, args.behaviour_settings, args.settings, args.table, args.attention,
+                    log=lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inductionlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -131,6 +204,73 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", type=Path, help="a model.pt")
     p.add_argument("prompts", nargs="+", help="letters, e.g. ABCDEFABCDEF")
     p.set_defaults(func=_cmd_complete)
+
+    p = sub.add_parser("dynamics", help="score every checkpoint of one model (training dynamics)")
+    p.add_argument("model", type=Path, help="a model.pt")
+    p.add_argument("checkpoints", type=Path, help="its checkpoints/ folder")
+    p.add_argument("behaviour_settings", type=Path, help="behaviour settings JSON (evaluation sample)")
+    p.add_argument("settings", type=Path, help="dynamics settings JSON written by the workflow")
+    for name in ("dynamics", "losses", "phase-change"):
+        p.add_argument(f"--{name}", type=Path, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=_cmd_dynamics)
+
+    p = sub.add_parser("dynamics-figures", help="loss, head-score and per-position figures over training")
+    p.add_argument("dynamics", type=Path, help="a dynamics.csv")
+    p.add_argument("phase_change", type=Path, help="its phase_change.csv")
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("--settings", type=Path, default=None, help="dynamics settings JSON (for the task)")
+    p.add_argument("--title", default=None)
+    p.set_defaults(func=_cmd_dynamics_figures)
+
+    p = sub.add_parser("per-token-loss-pca", help="one PCA of the per-token losses of all models")
+    p.add_argument("losses", type=Path, nargs="+", help="per_token_losses.npz files")
+    p.add_argument("--table", type=Path, required=True)
+    p.add_argument("--figure", type=Path, default=None)
+    p.set_defaults(func=_cmd_per_token_loss_pca)
+
+    p = sub.add_parser("phase-change-table", help="every model's phase_change.csv in one table")
+    p.add_argument("phase_change", type=Path, nargs="+")
+    p.add_argument("--out", type=Path, required=True)
+    p.set_defaults(func=_cmd_phase_change_table)
+
+    p = sub.add_parser("aggregate", help="stack per-model tables; mean, std, min, max across seeds")
+    p.add_argument("name", help="table name (selects its key columns)")
+    p.add_argument("long", type=Path)
+    p.add_argument("summary", type=Path)
+    p.add_argument("inputs", type=Path, nargs="+")
+    p.set_defaults(func=_cmd_aggregate)
+
+    p = sub.add_parser("claims", help="evaluate the write-up's claims on every seed")
+    p.add_argument("claims_yaml", type=Path)
+    p.add_argument("claims", type=Path, help="output: one row per claim and seed")
+    p.add_argument("scorecard", type=Path, help="output: one row per claim")
+    p.add_argument("tables", type=Path, nargs="+", help="aggregated per-seed tables")
+    p.set_defaults(func=_cmd_claims)
+
+    p = sub.add_parser("figure", help="a cross-seed figure of one variant")
+    p.add_argument("name")
+    p.add_argument("variant")
+    p.add_argument("settings", type=Path)
+    p.add_argument("out", type=Path)
+    p.add_argument("inputs", type=Path, nargs="+")
+    p.set_defaults(func=_cmd_figure)
+
+    p = sub.add_parser("report", help="render the report manifest to HTML and PDF")
+    p.add_argument("manifest", type=Path)
+    p.add_argument("html", type=Path)
+    p.add_argument("pdf", type=Path)
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("ablations", help="composition, head and smear ablations of one model")
+    p.add_argument("model", type=Path)
+    p.add_argument("behaviour_settings", type=Path,
+                   help="behaviour settings JSON (evaluation sample, prompts)")
+    p.add_argument("settings", type=Path, help="ablation settings JSON written by the workflow")
+    p.add_argument("--table", type=Path, required=True, help="ablations.csv")
+    p.add_argument("--attention", type=Path, required=True, help="ablated_attention.npz")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=_cmd_ablations)
 
     p = sub.add_parser("check-config", help="validate a config file against the schema")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))

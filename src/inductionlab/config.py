@@ -81,11 +81,19 @@ def check_semantics(config: dict) -> list[str]:
             problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
                             f"n_layers = {spec['n_layers']} (layers are 0-based)")
     problems += _check_behaviour(config)
+    problems += _check_ablations(config)
     train = config["train"]
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} exceeds train.steps = "
                         f"{train['steps']}; the log would hold only the first and last step")
     return problems
+
+
+def _check_ablations(config: dict) -> list[str]:
+    """Every ablation entry against every variant (a named layer or head must exist)."""
+    from .ablations import config_problems
+
+    return config_problems(config)
 
 
 def _check_behaviour(config: dict) -> list[str]:

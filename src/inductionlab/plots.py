@@ -101,3 +101,153 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
         save(attention_grid(patterns, f"{title} prompt {prompt} (completed greedily)", labels), path)
         written.append(path)
     return written
+
+
+# ---------------------------------------------------------------- across seeds
+
+def _band(ax, frame, x: str, y: str, label: str, color=None):
+    """Mean over seeds with a min-max band."""
+    g = frame.groupby(x)[y]
+    mean, lo, hi = g.mean(), g.min(), g.max()
+    line, = ax.plot(mean.index, mean.values, label=label, color=color)
+    ax.fill_between(mean.index, lo.values, hi.values, alpha=0.25, color=line.get_color(), linewidth=0)
+
+
+def training_curves(log, title: str, floor: float | None = None):
+    """Validation losses and predictable accuracy against step, mean and min-max over seeds."""
+    n = log["seed"].nunique()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(8.5, 3), constrained_layout=True)
+        ax = axes[0]
+        _band(ax, log, "step", "val_loss_all", "all targets")
+        _band(ax, log, "step", "val_loss_pred", "predictable targets")
+        if floor is not None:
+            ax.axhline(floor, color="grey", ls=":", lw=1, label=f"floor (all) {floor:.3f}")
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_xlabel("training step (linear below 100, log above)")
+        ax.set_ylabel("validation loss (nats)")
+        ax.legend(fontsize=6)
+        ax = axes[1]
+        _band(ax, log, "step", "val_acc_pred", "predictable targets", color="tab:green")
+        ax.set_xscale("symlog", linthresh=100)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("training step (linear below 100, log above)")
+        ax.set_ylabel("validation accuracy (argmax)")
+        ax.legend(fontsize=6)
+        fig.suptitle(f"{title}: mean over {n} seed(s), band = min–max")
+    return fig
+
+
+def spectra_figure(spectra_by_seed: dict[int, dict], title: str):
+    """Eigenvalues in the complex plane: direct path and each layer's OV sum for every
+    seed, and each head's OV circuit for the first seed."""
+    seeds = sorted(spectra_by_seed)
+    first = spectra_by_seed[seeds[0]]
+    n_layers = sum(k.startswith("ov_sum_L") for k in first)
+    panels = [("direct path W_E W_U (all seeds)", lambda s: {f"seed {s}": spectra_by_seed[s]["direct"]})]
+    for l in range(n_layers):
+        panels.append((f"layer {l} OV sum (all seeds)",
+                       lambda s, l=l: {f"seed {s}": spectra_by_seed[s][f"ov_sum_L{l}"]}))
+    for l in range(n_layers):
+        heads = sorted(k for k in first if k.startswith(f"ov_L{l}H"))
+        panels.append((f"layer {l} OV per head (seed {seeds[0]})",
+                       lambda s, heads=heads: {f"head {k.split('H')[-1]}": first[k] for k in heads}
+                       if s == seeds[0] else {}))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(panels), figsize=(3.1 * len(panels), 3.1),
+                                 constrained_layout=True, squeeze=False)
+        for ax, (name, get) in zip(axes[0], panels):
+            for s in seeds:
+                for label, lam in get(s).items():
+                    lam = lam[np.abs(lam) > 1e-9 * max(np.abs(lam).max(), 1e-30)]
+                    ax.scatter(lam.real, lam.imag, s=8, alpha=0.7, label=label)
+            ax.axhline(0, color="grey", lw=0.5)
+            ax.axvline(0, color="grey", lw=0.5)
+            ax.set_title(name)
+            ax.set_xlabel("Re λ")
+            ax.set_ylabel("Im λ")
+            ax.legend(fontsize=5, markerscale=0.8)
+        fig.suptitle(f"{title}: nonzero eigenvalues of token-space circuits")
+    return fig
+
+
+def composition_figure(comp, title: str, seed: int):
+    """K/Q/V composition of one seed: term positivity and score minus baseline per head pair."""
+    comp = comp[comp["seed"] == seed]
+    kinds = ["K", "Q", "V"]
+    pairs = comp[["layer", "src_layer"]].drop_duplicates().values.tolist()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2 * len(pairs), 3, figsize=(9, 5.6 * len(pairs)),
+                                 constrained_layout=True, squeeze=False)
+        for r, (l2, l1) in enumerate(pairs):
+            part = comp[(comp["layer"] == l2) & (comp["src_layer"] == l1)]
+            for c, kind in enumerate(kinds):
+                k = part[part["kind"] == kind]
+                for row, (col, cmap, lim, label) in enumerate(
+                        [("positivity_real", "RdBu_r", 1.0, "eigenvalue positivity"),
+                         ("score_minus_baseline", "PuOr_r", None, "composition score − baseline")]):
+                    grid = k.pivot(index="src_head", columns="head", values=col)
+                    ax = axes[2 * r + row, c]
+                    vmax = lim or max(abs(grid.values).max(), 1e-6)
+                    im = ax.imshow(grid.values, cmap=cmap, vmin=-vmax, vmax=vmax)
+                    for (i, j), v in np.ndenumerate(grid.values):
+                        ax.text(j, i, f"{v:+.2f}", ha="center", va="center", fontsize=6)
+                    ax.set_xticks(range(grid.shape[1]), [f"L{l2}H{h}" for h in grid.columns])
+                    ax.set_yticks(range(grid.shape[0]), [f"L{l1}H{p}" for p in grid.index])
+                    ax.set_xlabel("later head h (reads)")
+                    ax.set_ylabel("earlier head p (writes)")
+                    ax.set_title(f"{kind}-composition: {label}")
+                    fig.colorbar(im, ax=ax, shrink=0.8)
+        fig.suptitle(f"{title}: composition between layers (seed {seed})")
+    return fig
+
+
+def failure_chart(failures, title: str, top: int = 15):
+    """The patterns with the largest error mass (probability x error rate), mean and min-max over seeds."""
+    g = failures.groupby("pattern")
+    stats = g.agg(mass=("error_mass", "mean"), lo=("error_mass", "min"), hi=("error_mass", "max"),
+                  acc=("teacher_forced_acc", "mean"), prob=("probability", "first"))
+    stats = stats.sort_values("mass", ascending=False).head(top)[::-1]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.26 * len(stats) + 1.2), constrained_layout=True)
+        y = np.arange(len(stats))
+        ax.barh(y, stats["mass"], xerr=[stats["mass"] - stats["lo"], stats["hi"] - stats["mass"]],
+                color="tab:red", alpha=0.7, capsize=2)
+        ax.set_yticks(y, [f"{p}  (p={pr:.3g}, acc {a:.2f})" for p, pr, a in
+                          zip(stats.index, stats["prob"], stats["acc"])], fontfamily="monospace")
+        ax.set_xlabel("error mass = pattern probability × teacher-forced error rate")
+        ax.set_title(f"{title}: repetition patterns that cost the most (mean over seeds, bars min–max)")
+    return fig
+
+
+def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> None:
+    """One cross-seed figure of ``variant`` (training, spectra, composition, failure_modes)."""
+    import json
+
+    import pandas as pd
+
+    from .data import TaskConfig, loss_floor
+
+    task = TaskConfig.from_dict(json.loads(open(settings_path).read())["task"])
+
+    def table(path):
+        frame = pd.read_csv(path)
+        return frame[frame["variant"] == variant]
+
+    if name == "training":
+        fig = training_curves(table(inputs[0]), variant, loss_floor(task))
+    elif name == "spectra":
+        by_seed = {}
+        for path in inputs:
+            seed = int(Path(path).parent.name.removeprefix("seed"))
+            with np.load(path) as f:
+                by_seed[seed] = {k: f[k] for k in f.files}
+        fig = spectra_figure(by_seed, variant)
+    elif name == "composition":
+        comp = table(inputs[0])
+        fig = composition_figure(comp, variant, int(comp["seed"].min()))
+    elif name == "failure_modes":
+        fig = failure_chart(table(inputs[0]), variant)
+    else:
+        raise ValueError(f"unknown figure {name!r}; known: training, spectra, composition, failure_modes")
+    save(fig, out)

@@ -50,8 +50,8 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _log_row(step: int, train_loss: float, metrics: dict, elapsed: float) -> dict:
-    row = {"step": step, "train_loss": train_loss, "val_loss_all": metrics["loss_all"],
+def _log_row(spec: dict, step: int, train_loss: float, metrics: dict, elapsed: float) -> dict:
+    row = {"variant": spec["variant"], "seed": int(spec["seed"]), "step": step, "train_loss": train_loss, "val_loss_all": metrics["loss_all"],
            "val_loss_pred": metrics["loss_pred"], "val_acc_pred": metrics["acc_pred"],
            "elapsed_s": round(elapsed, 3)}
     row.update({f"val_loss_pos{i}": v for i, v in enumerate(metrics["loss_pos"])})
@@ -94,7 +94,7 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
                 metrics = evaluate(model, val, task)
                 model.train()
                 elapsed = time.perf_counter() - start
-                rows.append(_log_row(step, train_loss, metrics, elapsed))
+                rows.append(_log_row(spec, step, train_loss, metrics, elapsed))
                 eta = elapsed / max(step, 1) * (steps - step)
                 log(f"[{name}] step {step:>6}/{steps}  train {train_loss:.4f}  "
                     f"val all {metrics['loss_all']:.4f}  pred {metrics['loss_pred']:.4f}  "

@@ -35,3 +35,68 @@ rule attention_figures:
         "logs/attention_figures/{variant}/seed{seed}.log",
     shell:
         "inductionlab attention-figures {input} {output} > {log} 2>&1"
+
+
+report_section(
+    name="behaviour",
+    title="Behaviour: completions and habits",
+    order=30,
+    template="src/inductionlab/report/templates/sections/behaviour.html.j2",
+    tables=[
+        {"path": aggregated_table("completions"), "caption": "Greedy completions of the prompt suite."},
+        {"path": aggregated_table("behaviour", summary=True),
+         "caption": "Random prompts: completion accuracy (mean over prompts), share completed exactly, "
+         "immediate-repeat rate of the completions against that of the correct completions, "
+         "and share of generated letters found in the prompt. Mean ± std [min, max] over seeds.",
+         "spread": {"index": ["metric"]},
+         "where": {"metric": [f"random_len{L}_{m}" for L in config["behaviour"]["random_prompt_lengths"]
+                              for m in ("acc_mean", "exact", "repeat_rate", "repeat_rate_data",
+                                        "share_in_prompt")]
+                   + ["ood_len{}_repeat_rate".format(2 * config["task"]["block_len"]),
+                      "ood_len{}_share_in_prompt".format(2 * config["task"]["block_len"]),
+                      "icl_score"]}},
+    ],
+)
+
+report_section(
+    name="attention",
+    title="Attention patterns and head roles",
+    order=40,
+    text="Head scores on random task sequences (prefix matching on blocks of distinct letters), "
+    "per seed, and the roles they imply under the thresholds in config.yaml. Figures: the first seed.",
+    tables=[
+        {"path": aggregated_table("head_scores"),
+         "caption": "Head scores and roles per seed.",
+         "columns": ["seed", "layer", "head", "previous_token", "period", "prefix_matching",
+                     "local", "copying", "roles"]},
+    ],
+    figures=[
+        {"path": model_file("figures/attention/mean.png"), "dir": model_file("figures/attention"),
+         "caption": "Mean attention pattern of every head over random task sequences (first seed)."},
+        {"path": model_file("figures/attention/offset_profile.png"),
+         "dir": model_file("figures/attention"),
+         "caption": "Mean attention by offset (query position − key position), per head (first seed)."},
+    ] + [
+        {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}.png"),
+         "dir": model_file("figures/attention"),
+         "caption": f"Attention on the prompt {p['prompt'].upper()} completed greedily (first seed)."}
+        for k, p in enumerate(config["behaviour"]["prompts"])
+    ],
+)
+
+report_section(
+    name="failure_modes",
+    title="Failure modes: every repetition pattern of a block",
+    order=50,
+    text="Each of the block's repetition patterns (set partitions of its positions) is sampled and "
+    "scored; the error mass (probability under the training distribution × error rate) ranks the "
+    "failures by how much they cost on real data.",
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/failure_modes.png",
+              "caption": "Patterns with the largest error mass; bars are the mean over seeds, whiskers min–max."}],
+    tables=[{"path": aggregated_table("failure_modes", summary=True),
+             "caption": "The 12 patterns with the lowest teacher-forced accuracy (mean over seeds).",
+             "where": {"metric": "teacher_forced_acc"},
+             "sort": {"by": "mean", "ascending": True},
+             "columns": ["pattern", "n_distinct", "adjacent_repeats", "n", "mean", "std", "min", "max"],
+             "max_rows": 12}],
+)

@@ -16,3 +16,55 @@ rule circuits:
     shell:
         "inductionlab circuits-tables {input} {output.circuits} {output.composition} "
         "{output.eigenvalues} > {log} 2>&1"
+
+
+report_section(
+    name="circuits",
+    title="Circuits: eigenvalue positivity",
+    order=20,
+    text="Eigenvalue positivity Σλ/Σ|λ| of token-space circuits: +1 copies the source token, "
+    "−1 suppresses it. Heads are numbered from 0 (L0H2 = layer 0, head 2); head numbers are "
+    "not comparable across seeds, so per-head values are shown per seed.",
+    tables=[
+        {"path": aggregated_table("circuits", summary=True),
+         "caption": "Direct path and OV sum per layer: mean ± std [min, max] over seeds.",
+         "where": {"circuit": ["direct", "ov_sum"], "metric": "positivity_real"},
+         "spread": {"index": ["circuit", "layer"], "metrics": ["positivity_real"]}},
+        {"path": aggregated_table("circuits"),
+         "caption": "OV positivity of every head, per seed (rows: seeds; columns: heads).",
+         "where": {"circuit": "ov"},
+         "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
+                   "label": "OV L{}H{}"}},
+        {"path": aggregated_table("circuits"),
+         "caption": "QK positivity (content part) of every head, per seed.",
+         "where": {"circuit": "qk"},
+         "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
+                   "label": "QK L{}H{}"}},
+    ],
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/spectra.png",
+              "caption": "Nonzero eigenvalues of the direct path and the OV circuits in the complex plane."}],
+)
+
+report_section(
+    name="composition",
+    title="Composition between layers",
+    order=25,
+    variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
+    text="K-, Q- and V-composition of every later-layer head h with every earlier-layer head p: "
+    "eigenvalue positivity of the composition term and the Frobenius composition score minus the "
+    "random baseline of the same factor shapes.",
+    tables=[
+        {"path": aggregated_table("composition"),
+         "caption": "K-composition term positivity per seed (rows: seed and earlier head p; columns: later head h).",
+         "where": {"kind": "K"},
+         "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],
+                   "values": "positivity_real", "label": "L{}H{}"}},
+        {"path": aggregated_table("composition"),
+         "caption": "K-composition score minus baseline per seed.",
+         "where": {"kind": "K"},
+         "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],
+                   "values": "score_minus_baseline", "label": "L{}H{}"}},
+    ],
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/composition.png",
+              "caption": "Composition grids of the first seed: term positivity (top) and score minus baseline (bottom)."}],
+)

@@ -39,6 +39,19 @@ def behaviour_outputs():
     return [path for name in files for path in per_model(name)]
 
 
+def ablation_outputs():
+    return per_model("ablations.csv") + per_model("ablated_attention.npz")
+
+
+def dynamics_outputs():
+    files = ["dynamics.csv", "per_token_losses.npz", "phase_change.csv", "figures/dynamics"]
+    return [path for name in files for path in per_model(name)] + [
+        f"{RESULTS}/tables/per_token_loss_pca.csv",
+        f"{RESULTS}/tables/phase_change.csv",
+        f"{RESULTS}/figures/per_token_loss_pca.png",
+    ]
+
+
 def model_spec_json(wildcards):
     """The resolved spec of one model; a params change reruns that model only."""
     return json.dumps(make_spec(config, wildcards.variant, int(wildcards.seed)), sort_keys=True)
@@ -51,3 +64,72 @@ def stage_settings_json(wildcards):
 
 def settings_file(stage):
     return f"{RESULTS}/settings/{stage}.json"
+
+
+# ---------------------------------------------------------------- report registry
+# A stage declares what the report shows of it with `report_section(...)` in its rule
+# file; the report includes every registered section, so a new experiment appears in
+# the report without editing a template. Per-model tables registered with
+# `aggregated_table(name)` are stacked across models into results/tables/{name}.csv
+# (with the spread across seeds in {name}_summary.csv).
+
+REPORT_SECTIONS = []
+AGGREGATED_TABLES = []
+
+
+def aggregated_table(name, summary=False):
+    """Path of the stacked table of every model's ``{name}.csv`` (or of its summary)."""
+    if name not in AGGREGATED_TABLES:
+        AGGREGATED_TABLES.append(name)
+    return f"{RESULTS}/tables/{name}{'_summary' if summary else ''}.csv"
+
+
+def report_section(name, title, scope="variant", order=50, text="", tables=(), figures=(),
+                   template=None, variants=None):
+    """Register a report section.
+
+    scope: "variant" (shown in every variant's chapter; paths may use {variant} and
+    {seed}, the first seed) or "study" (once, after the chapters).
+    tables: dicts with path, caption and display options (where, spread, pivot, sort,
+    columns, max_rows; see inductionlab.report.tables.render_table).
+    figures: dicts with path, caption and, for a file inside a directory output, dir.
+    template: an optional jinja2 fragment (path relative to the workflow or absolute)
+    that replaces the default rendering (text, tables, figures).
+    variants: limit a variant-scope section to these variants.
+    """
+    if template and not os.path.isabs(template):
+        template = os.path.join(workflow.basedir, template)
+    REPORT_SECTIONS.append(dict(name=name, title=title, scope=scope, order=order, text=text,
+                                tables=list(tables), figures=list(figures), template=template,
+                                variants=variants))
+
+
+def _resolve(spec, **names):
+    out = dict(spec)
+    for key in ("path", "dir"):
+        if key in out:
+            out[key] = out[key].format(**names)
+    return out
+
+
+def resolved_sections():
+    """Every section with its tables and figures per variant (or "_study")."""
+    sections = []
+    for s in REPORT_SECTIONS:
+        keys = ((s["variants"] or VARIANTS) if s["scope"] == "variant" else ["_study"])
+        items = {key: {"tables": [_resolve(t, variant=key, seed=SEEDS[0]) for t in s["tables"]],
+                       "figures": [_resolve(f, variant=key, seed=SEEDS[0]) for f in s["figures"]]}
+                 for key in keys}
+        sections.append({k: s[k] for k in ("name", "title", "scope", "order", "text", "template")}
+                        | {"items": items})
+    return sections
+
+
+def report_inputs():
+    """Every file the registered sections show (directories for files inside them)."""
+    paths = []
+    for s in resolved_sections():
+        for items in s["items"].values():
+            paths += [t["path"] for t in items["tables"]]
+            paths += [f.get("dir", f["path"]) for f in items["figures"]]
+    return sorted(set(paths))

@@ -54,3 +54,19 @@ rule extract_weights:
         "logs/extract_weights/{variant}/seed{seed}.log",
     shell:
         "inductionlab extract-weights {input} {output} > {log} 2>&1"
+
+
+report_section(
+    name="training",
+    title="Training",
+    order=10,
+    text="Validation loss and accuracy over training, mean over seeds with the min–max band, "
+    "and the final validation metrics of every seed.",
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/training.png",
+              "caption": "Validation loss (all and predictable targets) and predictable-token accuracy "
+              "against training step; line = mean over seeds, band = min–max."}],
+    tables=[{"path": aggregated_table("train_log"),
+             "caption": "Final validation metrics per seed.",
+             "where": {"step": config["train"]["steps"]},
+             "columns": ["seed", "val_loss_all", "val_loss_pred", "val_acc_pred", "elapsed_s"]}],
+)

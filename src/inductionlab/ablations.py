@@ -1,0 +1,534 @@
+"""Ablations (SCIENCE.md, "Ablations"): what a model loses when a path is removed.
+
+Layers are 0-based: the write-up's "layer 2" is layer 1, its "layer-1 heads" are the
+heads of layer 0. Every ablation is an :class:`~inductionlab.model.Intervention` on
+the one model, never a second model:
+
+- composition (``layer_inputs``): a layer's queries, keys or values are computed from
+  the embedding (``resid[0]``, the direct path) instead of the full residual stream
+  ``resid[layer]``, or from the residual stream minus one earlier head's output;
+- head ablation (``head_out``): a head's output is replaced by zero, or by its mean
+  over the evaluation sequences at each position (from a clean run);
+- pattern-preserving zero ablation (``pattern`` + ``head_out``): the attention
+  patterns of *every* layer are frozen to the clean run's patterns on the same input,
+  and the head's output is set to zero. The head then still shapes no pattern
+  downstream through keys or queries (those are fixed), so what is lost is its OV
+  part only: its direct write to the logits and what later heads read from it
+  through their values;
+- smear off (``use_smear``): a smeared layer uses its raw keys (sigma = 1).
+
+Config entries ``{kind, target}`` expand into concrete :class:`Ablation` records
+(:func:`expand_entry`, a pure function of the entry and the model config);
+:class:`AblatedModel` runs a model under one of them and can be used wherever a model
+is (greedy decoding, head scores); :func:`ablation_table` measures every ablation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .model import NO_INTERVENTION, Intervention, ModelConfig
+
+# kind -> what it does (the config's enum; the schema lists the same names)
+KINDS = {
+    "composition_table": "the write-up's table for a layer: queries and keys from the embedding; "
+                         "+ keys from the residual (K-composition); + queries from the residual "
+                         "(Q-composition); both from the residual (= the model)",
+    "remove_head_from_keys": "keys of a layer from the residual minus one earlier head's output, "
+                             "for every earlier head",
+    "remove_head_from_queries": "queries of a layer from the residual minus one earlier head's "
+                                "output, for every earlier head",
+    "values_from_embedding": "values of a layer from the embedding only (no V-composition)",
+    "zero_heads": "each head's output set to zero, one head at a time",
+    "mean_heads": "each head's output replaced by its mean over the evaluation sequences "
+                  "(per position), one head at a time",
+    "zero_heads_frozen_patterns": "each head zeroed with every layer's attention patterns frozen "
+                                  "to the clean run's: only the head's OV part is removed",
+    "smear_off": "a smeared layer uses its raw keys (sigma = 1)",
+}
+LAYER_KINDS = ("composition_table", "remove_head_from_keys", "remove_head_from_queries",
+               "values_from_embedding")
+HEAD_KINDS = ("zero_heads", "mean_heads", "zero_heads_frozen_patterns")
+ALL = "all"
+
+# Streams a layer's queries, keys or values are computed from.
+RESIDUAL = "residual"            # resid[layer]: the model
+EMBEDDING = "embedding"          # resid[0]: the direct path only
+MINUS_HEAD = "residual_minus_head"  # resid[layer] - head_out[source_layer][:, source_head]
+STREAMS = (RESIDUAL, EMBEDDING, MINUS_HEAD)
+
+# The write-up's rows: (name, queries from, keys from)
+COMPOSITION_ROWS = (("qk_from_embedding", EMBEDDING, EMBEDDING),
+                    ("plus_k", EMBEDDING, RESIDUAL),
+                    ("plus_q", RESIDUAL, EMBEDDING),
+                    ("qk_full", RESIDUAL, RESIDUAL))
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """One concrete ablation of one model.
+
+    ``layer``: the layer it acts on (whose queries/keys/values change, whose head is
+    ablated, or whose smear is switched off); ``head``: the ablated head (head kinds);
+    ``source_layer``/``source_head``: the head whose output is taken out of ``layer``'s
+    queries or keys (``remove_head_from_*``). ``status`` is ``ok`` or ``skipped: why``.
+    """
+
+    name: str
+    kind: str
+    layer: int | None = None
+    head: int | None = None
+    source_layer: int | None = None
+    source_head: int | None = None
+    queries_from: str = RESIDUAL
+    keys_from: str = RESIDUAL
+    values_from: str = RESIDUAL
+    status: str = "ok"
+
+    @property
+    def skipped(self) -> bool:
+        return self.status != "ok"
+
+
+BASELINE = Ablation("baseline", "baseline")
+
+
+# ---------------------------------------------------------------- config entries
+
+def _head_name(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
+
+
+def _skip(kind: str, target, why: str) -> Ablation:
+    suffix = "" if target == ALL else f"_{_target_text(target)}"
+    return Ablation(f"{kind}{suffix}", kind, queries_from="", keys_from="", values_from="",
+                    status=f"skipped: {why}")
+
+
+def _target_text(target) -> str:
+    if isinstance(target, list):
+        return "_".join(_head_name(*pair) for pair in target)
+    return f"L{target}"
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _layer_targets(kind: str, target, cfg: ModelConfig) -> list[int]:
+    """Layers >= 1 a composition kind acts on; ValueError naming an impossible one."""
+    L = cfg.n_layers
+    if target == ALL:
+        return list(range(1, L))
+    if not _is_int(target):
+        raise ValueError(f"{kind}: target {target!r}; allowed: 'all' or a layer index >= 1")
+    if target == 0:
+        raise ValueError(f"{kind}: target layer 0 reads only the embedding, so it has no "
+                         f"composition to remove; allowed: layers 1..{L - 1} (0-based) or 'all'")
+    if not 0 < target < L:
+        raise ValueError(f"{kind}: target layer {target} does not exist in a model with "
+                         f"{L} layers; allowed: 1..{L - 1} (0-based) or 'all'")
+    return [target]
+
+
+def _head_targets(kind: str, target, cfg: ModelConfig) -> list[tuple[int, int]]:
+    """(layer, head) pairs a head kind acts on; ValueError naming an impossible one."""
+    L, H = cfg.n_layers, cfg.n_heads
+    if target == ALL:
+        return [(l, h) for l in range(L) for h in range(H)]
+    ok = isinstance(target, list) and target and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(_is_int(x) for x in p) for p in target)
+    if not ok:
+        raise ValueError(f"{kind}: target {target!r}; allowed: 'all' or a list of "
+                         f"[layer, head] pairs")
+    for l, h in target:
+        if not 0 <= l < L:
+            raise ValueError(f"{kind}: head [{l}, {h}]: layer {l} does not exist in a model "
+                             f"with {L} layers (layers are 0-based)")
+        if not 0 <= h < H:
+            raise ValueError(f"{kind}: head [{l}, {h}]: head index {h} is out of range for a "
+                             f"model with {H} heads per layer (heads are 0-based)")
+    return [(int(l), int(h)) for l, h in target]
+
+
+def expand_entry(entry: dict, cfg: ModelConfig) -> list[Ablation]:
+    """The concrete ablations one config entry ``{kind, target}`` asks of a model.
+
+    A model that lacks what a kind needs gets one skipped record saying why (a
+    1-layer model has no composition; an unsmeared model no smear to switch off);
+    an explicitly named target the model cannot have (a layer or head out of range,
+    a layer that is not smeared) raises ``ValueError`` naming it.
+    """
+    kind, target = entry.get("kind"), entry.get("target", ALL)
+    if kind not in KINDS:
+        raise ValueError(f"ablation kind {kind!r}; allowed: {', '.join(KINDS)}")
+    H = cfg.n_heads
+    if kind in LAYER_KINDS:
+        if cfg.n_layers < 2:
+            if target != ALL and not _is_int(target):
+                _layer_targets(kind, target, cfg)  # a malformed target is an error anyway
+            return [_skip(kind, target, f"model has {cfg.n_layers} layer; no later layer "
+                                        f"reads earlier heads")]
+        out = []
+        for t in _layer_targets(kind, target, cfg):
+            if kind == "composition_table":
+                out += [Ablation(f"{row}_L{t}", kind, layer=t, queries_from=q, keys_from=k)
+                        for row, q, k in COMPOSITION_ROWS]
+            elif kind == "values_from_embedding":
+                out.append(Ablation(f"values_from_embedding_L{t}", kind, layer=t,
+                                    values_from=EMBEDDING))
+            else:
+                what = "keys" if kind == "remove_head_from_keys" else "queries"
+                out += [Ablation(f"remove_{_head_name(sl, h)}_from_{what}_L{t}", kind, layer=t,
+                                 source_layer=sl, source_head=h, **{f"{what}_from": MINUS_HEAD})
+                        for sl in range(t) for h in range(H)]
+        return out
+    if kind in HEAD_KINDS:
+        prefix = {"zero_heads": "zero", "mean_heads": "mean",
+                  "zero_heads_frozen_patterns": "zero_frozen_patterns"}[kind]
+        return [Ablation(f"{prefix}_{_head_name(l, h)}", kind, layer=l, head=h)
+                for l, h in _head_targets(kind, target, cfg)]
+    # smear_off
+    if target != ALL and not _is_int(target):
+        raise ValueError(f"smear_off: target {target!r}; allowed: 'all' or a smeared layer index")
+    if not cfg.smear_layers:
+        return [_skip(kind, target, "model has no smeared layer")]
+    if target == ALL:
+        layers = list(cfg.smear_layers)
+    elif target in cfg.smear_layers:
+        layers = [target]
+    else:
+        raise ValueError(f"smear_off: target layer {target} is not smeared in this model; "
+                         f"smeared layers: {list(cfg.smear_layers)} (0-based)")
+    return [Ablation(f"smear_off_L{l}", kind, layer=l) for l in layers]
+
+
+def expand_entries(entries: list[dict], cfg: ModelConfig) -> list[Ablation]:
+    """Every entry's ablations in order; ``ValueError`` if two entries yield the same one."""
+    out, seen = [], {}
+    for k, entry in enumerate(entries):
+        for ablation in expand_entry(entry, cfg):
+            if ablation.name in seen or ablation.name == BASELINE.name:
+                raise ValueError(f"ablation {ablation.name!r} of entry {k} is also produced by "
+                                 f"entry {seen.get(ablation.name, 'baseline')}; list it once")
+            seen[ablation.name] = k
+            out.append(ablation)
+    return out
+
+
+def config_problems(config: dict) -> list[str]:
+    """Every ablation entry checked against every variant of a validated config."""
+    from .spec import make_spec, model_config
+
+    entries = config.get("ablations", {}).get("entries", [])
+    problems = []
+    for variant in config["variants"]:
+        try:
+            cfg = model_config(make_spec(config, variant, 0))
+        except ValueError:
+            continue  # the variant's own problem is reported on its key
+        for k, entry in enumerate(entries):
+            try:
+                expand_entry(entry, cfg)
+            except ValueError as err:
+                problems.append(f"ablations.entries.{k}: {err} (variant {variant})")
+        if not problems:
+            try:
+                expand_entries(entries, cfg)
+            except ValueError as err:
+                problems.append(f"ablations.entries: {err}")
+    return list(dict.fromkeys(problems))  # a duplicate is reported once, not per variant
+
+
+# ---------------------------------------------------------------- interventions
+
+class StreamChoice(Intervention):
+    """Queries, keys and values of ``layer`` from chosen residual streams.
+
+    Each of ``queries``, ``keys``, ``values`` is ``residual`` (the model), ``embedding``
+    (``resid[0]``) or ``residual_minus_head`` (``resid[layer]`` minus the output of
+    head ``source`` = (layer, head) of an earlier layer). Other layers are unchanged.
+    """
+
+    def __init__(self, layer: int, queries: str = RESIDUAL, keys: str = RESIDUAL,
+                 values: str = RESIDUAL, source: tuple[int, int] | None = None):
+        bad = [s for s in (queries, keys, values) if s not in STREAMS]
+        if bad:
+            raise ValueError(f"stream(s) {bad}; allowed: {STREAMS}")
+        if MINUS_HEAD in (queries, keys, values) and (source is None or source[0] >= layer):
+            raise ValueError(f"{MINUS_HEAD} needs a source head in a layer before {layer}, "
+                             f"got {source}")
+        self.layer, self.streams, self.source = layer, (queries, keys, values), source
+
+    @property
+    def needs_head_out(self) -> bool:
+        """Whether the forward pass must form per-head outputs for this intervention."""
+        return MINUS_HEAD in self.streams
+
+    def _stream(self, which: str, cache):
+        if which == EMBEDDING:
+            return cache.resid[0]
+        x = cache.resid[self.layer]
+        if which == MINUS_HEAD:
+            l, h = self.source
+            return x - cache.head_out[l][:, h]
+        return x
+
+    def layer_inputs(self, layer, cache):
+        if layer != self.layer:
+            return super().layer_inputs(layer, cache)
+        return tuple(self._stream(s, cache) for s in self.streams)
+
+
+class HeadAblation(Intervention):
+    """Heads' outputs replaced by zero (``means=None``) or by their mean per position.
+
+    ``heads``: (layer, head) pairs, any number at once. ``means``: [L, H, T, D] mean
+    outputs (:func:`head_means`). ``patterns``: a list of [B, H, T, T] patterns, one per
+    layer, that replace the patterns the pass computes (pattern-preserving ablation).
+    """
+
+    needs_head_out = True
+
+    def __init__(self, heads, means: torch.Tensor | None = None, patterns=None):
+        self.heads = sorted({(int(l), int(h)) for l, h in heads})
+        self.means, self.patterns = means, patterns
+
+    def pattern(self, layer, pattern):
+        if self.patterns is None:
+            return pattern
+        return self.patterns[layer]
+
+    def head_out(self, layer, head_out):
+        heads = [h for l, h in self.heads if l == layer]
+        if not heads:
+            return head_out
+        head_out = head_out.clone()
+        T = head_out.shape[2]
+        for h in heads:
+            head_out[:, h] = 0.0 if self.means is None else self.means[layer, h, :T]
+        return head_out
+
+
+class SmearOff(Intervention):
+    """The given smeared layers use their raw keys."""
+
+    def __init__(self, layers):
+        self.layers = {int(l) for l in layers}
+
+    def use_smear(self, layer):
+        return layer not in self.layers
+
+
+@torch.no_grad()
+def head_means(model, tokens: torch.Tensor, batch_size: int = 1024) -> torch.Tensor:
+    """Mean output of every head at every position over ``tokens``: [L, H, T, D]."""
+    total = None
+    for i in range(0, len(tokens), batch_size):
+        _, cache = model.run_with_cache(tokens[i:i + batch_size])
+        part = torch.stack(cache.head_out).sum(1)  # [L, H, T, D]
+        total = part if total is None else total + part
+    return total / len(tokens)
+
+
+def check_fits(ablation: Ablation, cfg: ModelConfig) -> None:
+    """``ValueError`` if ``ablation`` names a layer, head or smear the model lacks."""
+    if ablation.skipped:
+        raise ValueError(f"ablation {ablation.name!r} was skipped ({ablation.status}); "
+                         f"it cannot be run")
+    L, H = cfg.n_layers, cfg.n_heads
+    kind, layer = ablation.kind, ablation.layer
+    if kind == "baseline":
+        return
+    if kind not in KINDS:
+        raise ValueError(f"ablation {ablation.name!r}: kind {kind!r}; allowed: {', '.join(KINDS)}")
+    if layer is None or not 0 <= layer < L:
+        raise ValueError(f"ablation {ablation.name!r}: layer {layer} does not exist in a model "
+                         f"with {L} layers (0-based)")
+    if kind in LAYER_KINDS:
+        if layer == 0:
+            raise ValueError(f"ablation {ablation.name!r}: layer 0 reads only the embedding; "
+                             f"composition needs layer >= 1")
+        if kind.startswith("remove_head"):
+            sl, sh = ablation.source_layer, ablation.source_head
+            if sl is None or sh is None or not 0 <= sl < layer or not 0 <= sh < H:
+                raise ValueError(f"ablation {ablation.name!r}: source head [{sl}, {sh}] must be a "
+                                 f"head (0..{H - 1}) of a layer before {layer}")
+    if kind in HEAD_KINDS and (ablation.head is None or not 0 <= ablation.head < H):
+        raise ValueError(f"ablation {ablation.name!r}: head index {ablation.head} is out of range "
+                         f"for a model with {H} heads per layer")
+    if kind == "smear_off" and layer not in cfg.smear_layers:
+        raise ValueError(f"ablation {ablation.name!r}: layer {layer} is not smeared; smeared "
+                         f"layers: {list(cfg.smear_layers)}")
+
+
+class AblatedModel:
+    """A model under one ablation; callable like the model, with ``run_with_cache``,
+    ``W_U`` and ``cfg``, so greedy decoding and head scores take it unchanged.
+
+    ``means``: [L, H, T, D] head means, required by ``mean_heads``. With the baseline
+    (no ablation) every call is exactly the model's.
+    """
+
+    def __init__(self, model, ablation: Ablation = BASELINE, means: torch.Tensor | None = None):
+        check_fits(ablation, model.cfg)
+        if ablation.kind == "mean_heads" and means is None:
+            raise ValueError(f"ablation {ablation.name!r} needs the heads' mean outputs (means=)")
+        self.model, self.ablation, self.means = model, ablation, means
+
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.model.cfg
+
+    @property
+    def W_U(self) -> torch.Tensor:
+        return self.model.W_U
+
+    def intervention(self, tokens: torch.Tensor) -> Intervention:
+        """The hooks for a pass over ``tokens`` (frozen patterns are those of a clean pass on them)."""
+        a = self.ablation
+        if a.kind == "baseline":
+            return NO_INTERVENTION
+        if a.kind in LAYER_KINDS:
+            source = None if a.source_layer is None else (a.source_layer, a.source_head)
+            return StreamChoice(a.layer, a.queries_from, a.keys_from, a.values_from, source)
+        if a.kind == "zero_heads":
+            return HeadAblation([(a.layer, a.head)])
+        if a.kind == "mean_heads":
+            return HeadAblation([(a.layer, a.head)], means=self.means)
+        if a.kind == "zero_heads_frozen_patterns":
+            with torch.no_grad():
+                _, clean = self.model.run_with_cache(tokens)
+            return HeadAblation([(a.layer, a.head)], patterns=clean.pattern)
+        return SmearOff([a.layer])
+
+    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
+        if intervention is not NO_INTERVENTION:
+            raise ValueError("an AblatedModel applies its own ablation; pass no intervention")
+        return self.model.run_with_cache(tokens, self.intervention(tokens))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        intervention = self.intervention(tokens)
+        if getattr(intervention, "needs_head_out", False):
+            return self.model.run_with_cache(tokens, intervention)[0]
+        return self.model(tokens, intervention)
+
+    __call__ = forward
+
+
+# ---------------------------------------------------------------- measuring
+
+METRICS = ("loss_all", "loss_pred", "acc_pred", "suite_acc")
+SCORES = (("period", "period"), ("prefix", "prefix_matching"))  # column prefix, head-score column
+
+
+def suite_accuracy(model, prompts: list[str], task) -> float:
+    """Mean greedy accuracy over the in-distribution prompts of the suite (NaN if none)."""
+    from .behaviour import prompt_suite
+
+    frame = prompt_suite(model, prompts, task)
+    inside = frame[frame["in_distribution"]]
+    return float(inside["accuracy"].mean()) if len(inside) else math.nan
+
+
+@torch.no_grad()
+def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: list[str],
+            local_window: int, batch_size: int = 4096) -> tuple[dict, list[torch.Tensor]]:
+    """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
+
+    loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
+    in-distribution ``prompts``; per head ``period_L{l}H{h}`` (on ``tokens``) and
+    ``prefix_L{l}H{h}`` (prefix matching, on ``distinct``), with their mean and max
+    per layer (``period_mean_L{l}``, ``period_max_L{l}``, ...).
+    """
+    from .attention import head_score_table
+    from .metrics import task_metrics
+
+    logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
+    metrics = task_metrics(logits, tokens, task)
+    row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
+    row["suite_acc"] = suite_accuracy(model, prompts, task)
+    scores, patterns = head_score_table(model, tokens, distinct, task.block_len, local_window)
+    for prefix, column in SCORES:
+        for l, group in scores.groupby("layer"):
+            row[f"{prefix}_mean_L{l}"] = float(group[column].mean())
+            row[f"{prefix}_max_L{l}"] = float(group[column].max())
+    for prefix, column in SCORES:
+        for r in scores.itertuples():
+            row[f"{prefix}_{_head_name(r.layer, r.head)}"] = float(getattr(r, column))
+    return row, patterns
+
+
+def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
+                   distinct: torch.Tensor, prompts: list[str], local_window: int,
+                   log=lambda msg: None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Measure the baseline and every ablation.
+
+    Returns one row per ablation (baseline first; skipped ablations keep their
+    status and empty metrics) with ``delta_*`` = metric minus the baseline's, and
+    the mean attention patterns {name: [L, H, T, T]} of every ablation that ran.
+    """
+    means = head_means(model, tokens) if any(a.kind == "mean_heads" for a in ablations) else None
+    rows, arrays = [], {}
+    for ablation in [BASELINE] + [a for a in ablations if a.name != BASELINE.name]:
+        row = {f.name: getattr(ablation, f.name) for f in fields(Ablation)}
+        row["ablation"] = row.pop("name")
+        if not ablation.skipped:
+            metrics, patterns = measure(AblatedModel(model, ablation, means), task, tokens, distinct,
+                                        prompts, local_window)
+            row.update(metrics)
+            arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
+            log(f"{ablation.name}: loss_all {metrics['loss_all']:.3f}, acc_pred "
+                f"{metrics['acc_pred']:.3f}, suite_acc {metrics['suite_acc']:.3f}")
+        else:
+            log(f"{ablation.name}: {ablation.status}")
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    lead = ["ablation", "kind", "layer", "head", "source_layer", "source_head", "queries_from",
+            "keys_from", "values_from", "status"]
+    frame = frame[lead + [c for c in frame.columns if c not in lead]]
+    for c in ("layer", "head", "source_layer", "source_head"):
+        frame[c] = frame[c].astype("Int64")
+    base = frame.iloc[0]
+    deltas = pd.DataFrame({f"delta_{m}": frame[m] - base[m] for m in METRICS})
+    at = frame.columns.get_loc(METRICS[-1]) + 1
+    frame = pd.concat([frame.iloc[:, :at], deltas, frame.iloc[:, at:]], axis=1)
+    return frame, arrays
+
+
+def write_ablations(model_path, behaviour_settings_path, settings_path, table_csv, attention_npz,
+                    log=print) -> None:
+    """The ablation stage for one model: ``ablations.csv`` and ``ablated_attention.npz``."""
+    import json
+
+    from . import atomic
+    from .behaviour import check_prompt, evaluation_samples
+    from .data import TaskConfig
+    from .train import load_model
+
+    behaviour = json.loads(open(behaviour_settings_path).read())
+    settings = json.loads(open(settings_path).read())
+    model, spec = load_model(model_path)
+    task = TaskConfig.from_dict(spec["task"])
+    variant, seed = spec["variant"], spec["seed"]
+    prompts = [p["prompt"] for p in behaviour["prompts"]]
+    for p in prompts:  # checked before any model runs
+        check_prompt(p, task)
+    ablations = expand_entries(settings["entries"], model.cfg)
+    n_run = sum(not a.skipped for a in ablations)
+    log(f"[{variant} seed {seed}] {n_run} ablation(s) + baseline on "
+        f"{behaviour['n_sequences']} sequences; {len(ablations) - n_run} skipped")
+    tokens, distinct = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
+    frame, arrays = ablation_table(model, ablations, task, tokens, distinct, prompts,
+                                   behaviour["roles"]["local_window"],
+                                   log=lambda msg: log(f"[{variant} seed {seed}] {msg}"))
+    frame.insert(0, "seed", seed)
+    frame.insert(0, "variant", variant)
+    atomic.write_csv(table_csv, frame)
+    arrays["names"] = np.array(list(arrays))
+    with atomic.atomic_path(attention_npz, suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)

@@ -1,0 +1,83 @@
+"""Per-seed tables of every model -> one table per kind, with the spread across seeds.
+
+A per-model table has the columns ``variant`` and ``seed``, key columns that
+identify a row within a model (``circuit``, ``layer``, ``head``, ``pattern``,
+``step``, ...) and value columns (floats). Keys are declared in :data:`TABLE_KEYS`
+for the project's tables; for any other table every string, boolean and integer
+column is a key. Columns that are neither keys nor floats (e.g. the roles of a head,
+which may differ between seeds) stay in the long table and are left out of the
+summary. The long table stacks every model's rows; the summary has one row per
+(variant, keys..., metric) with n, mean, std, min and max over seeds.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .atomic import write_csv
+
+ID_COLUMNS = ("variant", "seed")
+STATS = ("n", "mean", "std", "min", "max")
+
+
+TABLE_KEYS = {
+    "train_log": ["step"],
+    "circuits": ["circuit", "layer", "head"],
+    "composition": ["kind", "layer", "head", "src_layer", "src_head"],
+    "head_scores": ["layer", "head"],
+    "behaviour": ["metric"],
+    "completions": ["prompt", "in_distribution", "expected", "write_up_completion"],
+    "failure_modes": ["pattern", "n_distinct", "adjacent_repeats"],
+    "ablations": ["ablation", "kind", "layer", "head", "source_layer", "source_head",
+                  "queries_from", "keys_from", "values_from", "status"],
+    "dynamics": ["step", "metric", "layer", "head", "position"],
+}
+
+
+def key_columns(frame: pd.DataFrame, name: str | None = None) -> list[str]:
+    """The columns that identify a row within one model's table ``name``."""
+    if name in TABLE_KEYS:
+        return [c for c in TABLE_KEYS[name] if c in frame.columns]
+    return [c for c in frame.columns
+            if c not in ID_COLUMNS and not pd.api.types.is_float_dtype(frame[c])]
+
+
+def value_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c not in ID_COLUMNS and pd.api.types.is_float_dtype(frame[c])]
+
+
+def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """One long table from per-model tables (each must name its variant and seed)."""
+    for frame in frames:
+        missing = [c for c in ID_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ValueError(f"a per-model table lacks column(s) {missing}")
+    long = pd.concat(frames, ignore_index=True)
+    float_cols = [c for c in long.columns if c not in ID_COLUMNS
+                  and all(pd.api.types.is_float_dtype(f[c]) for f in frames if c in f)]
+    long[float_cols] = long[float_cols].astype(float)
+    return long
+
+
+def summarise(long: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
+    """Mean, std, min and max across seeds of every value column, per variant and key.
+
+    A table that is already tidy (a ``metric`` key and a ``value`` column) is
+    summarised as it is; otherwise every float column becomes a ``metric``. The std
+    is the sample standard deviation (ddof=1); it is NaN for a single seed.
+    """
+    keys = key_columns(long, name)
+    if "metric" in keys and "value" in long.columns:
+        melted, group = long, ["variant"] + keys
+    else:
+        melted = long.melt(id_vars=list(ID_COLUMNS) + keys, value_vars=value_columns(long),
+                           var_name="metric")
+        group = ["variant"] + keys + ["metric"]
+    return (melted.groupby(group, sort=False, dropna=False)["value"]
+            .agg(n="count", mean="mean", std="std", min="min", max="max").reset_index())
+
+
+def aggregate(name: str, inputs, long_csv, summary_csv) -> None:
+    """Read the per-model CSVs of table ``name``; write the long and summary tables."""
+    long = stack([pd.read_csv(path) for path in inputs])
+    write_csv(long_csv, long)
+    write_csv(summary_csv, summarise(long, name))

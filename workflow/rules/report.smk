@@ -1,0 +1,110 @@
+# Report: per-seed tables stacked across models, the claims scorecard, cross-seed
+# figures, and the HTML and PDF built from every registered section.
+# Include this file last: it reads the registry the other rule files fill.
+# No `conda:` directive, for the reason given in train.smk.
+
+FIGURE_INPUTS = {
+    "training": lambda w: [aggregated_table("train_log")],
+    "spectra": lambda w: expand(model_file("eigenvalues.npz"), variant=w.variant, seed=SEEDS),
+    "composition": lambda w: [aggregated_table("composition")],
+    "failure_modes": lambda w: [aggregated_table("failure_modes")],
+}
+
+
+localrules:
+    report_manifest,
+
+
+rule aggregate:
+    input:
+        lambda w: per_model(f"{w.table}.csv"),
+    output:
+        long=f"{RESULTS}/tables/{{table}}.csv",
+        summary=f"{RESULTS}/tables/{{table}}_summary.csv",
+    wildcard_constraints:
+        table="|".join(AGGREGATED_TABLES) or "none",
+    log:
+        "logs/aggregate/{table}.log",
+    shell:
+        "inductionlab aggregate {wildcards.table} {output.long} {output.summary} {input} "
+        "> {log} 2>&1"
+
+
+rule claims:
+    input:
+        claims=workflow.source_path("../claims.yaml"),
+        tables=lambda w: [aggregated_table(t) for t in AGGREGATED_TABLES],
+    output:
+        claims=f"{RESULTS}/tables/claims.csv",
+        scorecard=f"{RESULTS}/tables/scorecard.csv",
+    log:
+        "logs/claims.log",
+    shell:
+        "inductionlab claims {input.claims} {output.claims} {output.scorecard} {input.tables} "
+        "> {log} 2>&1"
+
+
+rule figure:
+    input:
+        settings=settings_file("behaviour"),
+        data=lambda w: FIGURE_INPUTS[w.figure](w),
+    output:
+        f"{RESULTS}/figures/{{variant}}/{{figure}}.png",
+    wildcard_constraints:
+        figure="|".join(FIGURE_INPUTS),
+    log:
+        "logs/figure/{variant}/{figure}.log",
+    shell:
+        "inductionlab figure {wildcards.figure} {wildcards.variant} {input.settings} {output} "
+        "{input.data} > {log} 2>&1"
+
+
+def report_manifest_json(wildcards):
+    from inductionlab.data import TaskConfig, loss_floor
+
+    manifest = {
+        "title": config["report"]["title"],
+        "config": config,
+        "variants": VARIANTS,
+        "seeds": SEEDS,
+        "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
+        "scorecard": f"{RESULTS}/tables/scorecard.csv",
+        "headline": {
+            "path": aggregated_table("behaviour", summary=True),
+            "spread": {"index": ["variant"],
+                       "metrics": ["loss_all", "loss_pred", "acc_pred", "random_len12_acc_mean",
+                                   "random_len6_acc_mean", "icl_score"]},
+        },
+        "sections": resolved_sections(),
+    }
+    return json.dumps(manifest, sort_keys=True)
+
+
+rule report_manifest:
+    output:
+        f"{RESULTS}/report/manifest.json",
+    params:
+        manifest=report_manifest_json,
+    log:
+        "logs/report_manifest.log",
+    run:
+        from inductionlab.atomic import write_text
+
+        write_text(output[0], json.dumps(json.loads(params.manifest), indent=1) + "\n")
+
+
+rule report:
+    input:
+        manifest=f"{RESULTS}/report/manifest.json",
+        scorecard=f"{RESULTS}/tables/scorecard.csv",
+        headline=aggregated_table("behaviour", summary=True),
+        shown=lambda w: report_inputs(),
+    output:
+        html="reports/report.html",
+        pdf="reports/report.pdf",
+    log:
+        "logs/report.log",
+    benchmark:
+        "results/benchmarks/report.tsv"
+    shell:
+        "inductionlab report {input.manifest} {output.html} {output.pdf} > {log} 2>&1"
