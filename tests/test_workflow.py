@@ -1,24 +1,31 @@
 """The real ``snakemake`` command on the tiny config, in a temporary folder."""
 import json
-import shutil
+import re
 import subprocess
 import sys
+import unicodedata
 
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from conftest import ROOT
+from inductionlab.report.tables import fmt
 from inductionlab.train import load_model
 from inductionlab.weights import model_from_weights
 
 VARIANTS = ("one_layer", "one_layer_smeared", "two_layer")
+EXTRA_STAGE = ROOT / "tests" / "extra_stage.smk"
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
+    """One real run of the workflow on the tiny config, with the test-only extra stage."""
     work = tmp_path_factory.mktemp("tiny")
-    shutil.copy(ROOT / "tests" / "config.tiny.yaml", work / "config.yaml")
+    config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
+    config["extra_rules"] = [str(EXTRA_STAGE)]
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--cores", "2",
          "-d", str(work)], cwd=work, capture_output=True, text=True, timeout=900)
@@ -67,3 +74,167 @@ def test_second_run_has_nothing_to_do(tiny_run):
          "-n", "-d", str(tiny_run)], cwd=tiny_run, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- report, end to end
+
+def _squash(text: str) -> str:
+    """Text without any whitespace, compatibility characters folded (ligatures).
+
+    PDF text extraction may break a heading across lines or drop the spaces between
+    words, so the report's text and the expected strings are compared squashed.
+    """
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def _external_references(html: str) -> list[str]:
+    """Everything in ``html`` that would load something from outside the file."""
+    found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
+    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*["']?(?!data:image/png;base64,)""", html)]
+    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*["']?(?!#)[^"'\s>]*""", html)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def report_files(tiny_run):
+    """(HTML text, squashed PDF text, manifest) of the tiny run's report."""
+    from pypdf import PdfReader
+
+    html = (tiny_run / "reports" / "report.html").read_text()
+    reader = PdfReader(tiny_run / "reports" / "report.pdf")
+    pdf = _squash("\n".join(page.extract_text() or "" for page in reader.pages))
+    manifest = json.loads((tiny_run / "results" / "report" / "manifest.json").read_text())
+    return html, pdf, manifest
+
+
+def test_report_files_exist(tiny_run):
+    for name in ("report.html", "report.pdf"):
+        path = tiny_run / "reports" / name
+        assert path.is_file() and path.stat().st_size > 0, name
+    assert (tiny_run / "reports" / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_extra_stage_is_registered_and_run(tiny_run, report_files):
+    _, _, manifest = report_files
+    extra = [s for s in manifest["sections"] if s["name"] == "extra_check"]
+    assert len(extra) == 1
+    assert extra[0]["title"] == "Extra stage check" and extra[0]["scope"] == "study"
+    assert list(extra[0]["items"]) == ["_study"]
+    answer = pd.read_csv(tiny_run / "results" / "extra" / "answer.csv")
+    assert answer["check"].tolist() == ["extra-stage-answer"]
+    assert (tiny_run / "results" / "extra" / "answer.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_pdf_has_every_section_heading(report_files):
+    _, pdf, manifest = report_files
+    titles = {s["title"] for s in manifest["sections"]}
+    assert "Extra stage check" in titles and len(titles) >= 7
+    for title in sorted(titles) + ["Claims scorecard", "Methods appendix",
+                                   "Summary and claims scorecard"]:
+        assert _squash(title) in pdf, title
+    for variant in VARIANTS:
+        assert _squash(f"Variant {variant}") in pdf, variant
+
+
+def test_html_has_every_section_and_the_extra_stage(tiny_run, report_files):
+    html, _, manifest = report_files
+    for s in manifest["sections"]:
+        assert s["title"] in html or s["title"].replace("&", "&amp;") in html, s["title"]
+    assert "Extra stage check" in html and 'id="study-extra_check"' in html
+    import base64
+
+    png = base64.b64encode((tiny_run / "results" / "extra" / "answer.png").read_bytes()).decode()
+    assert "data:image/png;base64," + png in html
+
+
+def test_html_has_no_external_references(report_files):
+    html, _, _ = report_files
+    assert _external_references(html) == []
+    assert html.count("data:image/png;base64,") >= 3
+
+
+def _final_rows(tiny_run, table):
+    frame = pd.read_csv(tiny_run / "results" / "tables" / f"{table}.csv")
+    return frame[frame["seed"] == 0]
+
+
+def test_pdf_shows_a_value_of_every_table(tiny_run, report_files):
+    _, pdf, _ = report_files
+    steps = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())["train"]["steps"]
+    expected = {}
+    train_log = _final_rows(tiny_run, "train_log")
+    circuits = _final_rows(tiny_run, "circuits")
+    head_scores = _final_rows(tiny_run, "head_scores")
+    behaviour = pd.read_csv(tiny_run / "results" / "tables" / "behaviour_summary.csv")
+    failure = pd.read_csv(tiny_run / "results" / "tables" / "failure_modes_summary.csv")
+    for variant in VARIANTS:
+        log = train_log[(train_log["variant"] == variant) & (train_log["step"] == steps)]
+        expected[f"train_log {variant}"] = fmt(log["val_loss_all"].iloc[0])
+        ov = circuits[(circuits["variant"] == variant) & (circuits["circuit"] == "ov")
+                      & (circuits["layer"] == 0) & (circuits["head"] == 0)]
+        expected[f"circuits ov {variant}"] = fmt(ov["positivity_real"].iloc[0])
+        direct = circuits[(circuits["variant"] == variant) & (circuits["circuit"] == "direct")]
+        expected[f"circuits direct {variant}"] = fmt(direct["positivity_real"].iloc[0])
+        hs = head_scores[(head_scores["variant"] == variant) & (head_scores["layer"] == 0)
+                         & (head_scores["head"] == 0)]
+        expected[f"head_scores {variant}"] = fmt(hs["previous_token"].iloc[0])
+        loss = behaviour[(behaviour["variant"] == variant) & (behaviour["metric"] == "loss_all")]
+        expected[f"behaviour {variant}"] = fmt(loss["mean"].iloc[0])
+        tf = failure[(failure["variant"] == variant) & (failure["metric"] == "teacher_forced_acc")]
+        expected[f"failure_modes {variant}"] = fmt(tf["mean"].min())
+    composition = _final_rows(tiny_run, "composition")
+    k = composition[(composition["variant"] == "two_layer") & (composition["kind"] == "K")
+                    & (composition["layer"] == 1) & (composition["head"] == 0)
+                    & (composition["src_layer"] == 0) & (composition["src_head"] == 0)]
+    expected["composition two_layer"] = fmt(k["positivity_real"].iloc[0])
+    completions = _final_rows(tiny_run, "completions")
+    row = completions[(completions["variant"] == "two_layer")
+                      & (completions["prompt"] == "ABCDEFABCDEF")].iloc[0]
+    expected["completion two_layer"] = row["completion"]
+    scorecard = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv")
+    expected["scorecard claim"] = scorecard["claim"].iloc[0]
+    expected["scorecard verdict"] = scorecard["verdict"].iloc[0]
+    expected["extra stage"] = "extra-stage-answer"
+    expected["extra stage value"] = fmt(0.4375)
+    missing = {name: value for name, value in expected.items() if _squash(value) not in pdf}
+    assert missing == {}
+    assert _squash("OV L0H0") in pdf and _squash("QK L0H0") in pdf
+
+
+def test_pdf_and_html_name_the_extra_stage(report_files):
+    html, pdf, _ = report_files
+    assert "Extra stage check" in html
+    assert _squash("Extra stage check") in pdf
+    assert "extra-stage-answer" in html
+
+
+def test_claims_are_evaluated_for_every_seed(tiny_run):
+    from inductionlab.claims import load_claims
+
+    claims = load_claims(ROOT / "workflow" / "claims.yaml")
+    results = pd.read_csv(tiny_run / "results" / "tables" / "claims.csv")
+    assert sorted(results["claim"]) == sorted(c["id"] for c in claims)  # one seed
+    assert set(results["status"]) <= {"holds", "fails", "not measured"}
+    assert (results.loc[results["status"] == "not measured", "value"].isna()).all()
+    scorecard = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv")
+    assert scorecard["claim"].tolist() == [c["id"] for c in claims]
+    assert scorecard["verdict"].str.startswith("holds in ").all()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_dynamics_and_ablation_outputs_exist(tiny_run, variant):
+    folder = tiny_run / "results" / variant / "seed0"
+    for name in ("dynamics.csv", "per_token_losses.npz", "phase_change.csv", "ablations.csv",
+                 "ablated_attention.npz"):
+        assert (folder / name).is_file(), name
+    assert (folder / "figures" / "dynamics").is_dir()
+    assert not pd.read_csv(folder / "dynamics.csv").empty
+    ablations = pd.read_csv(folder / "ablations.csv")
+    assert ablations["ablation"].iloc[0] == "baseline"
+
+
+def test_study_level_dynamics_tables_exist(tiny_run):
+    tables = tiny_run / "results" / "tables"
+    for name in ("per_token_loss_pca.csv", "phase_change.csv"):
+        assert not pd.read_csv(tables / name).empty, name
+    assert (tiny_run / "results" / "figures" / "per_token_loss_pca.png").is_file()

@@ -92,6 +92,32 @@ def difference(tables, spec, variant, seed) -> float:
     return metric_value(tables, spec["a"], variant, seed) - metric_value(tables, spec["b"], variant, seed)
 
 
+def ratio(tables, spec, variant, seed) -> float:
+    """a / b."""
+    b = metric_value(tables, spec["b"], variant, seed)
+    if b == 0:
+        raise NotMeasured("ratio with a zero denominator")
+    return metric_value(tables, spec["a"], variant, seed) / b
+
+
+def phase_change_gap(tables, spec, variant, seed) -> float:
+    """|ln((step_a + 1) / (step_b + 1))| between two detected phase-change steps.
+
+    ``a`` and ``b`` name rows of the phase_change table (its ``metric`` column). A
+    detector that found no step ("never") makes the gap infinite: the steps do not
+    coincide.
+    """
+    steps = []
+    for name in (spec["a"], spec["b"]):
+        rows = _rows(tables, {"table": "phase_change", "where": {"metric": name},
+                              "column": "step"}, variant, seed)
+        step = str(rows["step"].iloc[0])
+        if step == "never":
+            return math.inf
+        steps.append(float(step))
+    return abs(math.log((steps[0] + 1) / (steps[1] + 1)))
+
+
 def over_selected_heads(tables, spec, variant, seed) -> float:
     """``measure`` reduced over the heads whose ``select`` value passes its comparison."""
     select = spec["select"]
@@ -119,7 +145,8 @@ def composition_with_top_head(tables, spec, variant, seed) -> float:
     return _reduce(terms["positivity_real"].tolist(), spec)
 
 
-DERIVED = {"difference": difference, "over_selected_heads": over_selected_heads,
+DERIVED = {"difference": difference, "ratio": ratio, "phase_change_gap": phase_change_gap,
+           "over_selected_heads": over_selected_heads,
            "composition_with_top_head": composition_with_top_head}
 
 

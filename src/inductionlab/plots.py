@@ -221,7 +221,7 @@ def failure_chart(failures, title: str, top: int = 15):
 
 
 def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> None:
-    """One cross-seed figure of ``variant`` (training, spectra, composition, failure_modes)."""
+    """One figure of ``variant`` across its seeds (ablated_attention: its first seed)."""
     import json
 
     import pandas as pd
@@ -248,6 +248,84 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
         fig = composition_figure(comp, variant, int(comp["seed"].min()))
     elif name == "failure_modes":
         fig = failure_chart(table(inputs[0]), variant)
+    elif name == "ablations":
+        fig = ablation_bars(table(inputs[0]), variant)
+    elif name == "ablated_attention":
+        names = ["baseline", "qk_from_embedding_L1", "plus_k_L1", "plus_q_L1"]
+        fig = ablated_patterns(inputs[0], names, 1, f"{variant} {Path(inputs[0]).parent.name}")
+    elif name == "dynamics":
+        fig = dynamics_bands(table(inputs[0]), variant)
     else:
-        raise ValueError(f"unknown figure {name!r}; known: training, spectra, composition, failure_modes")
+        raise ValueError(f"unknown figure {name!r}; known: training, spectra, composition, "
+                         "failure_modes, ablations, ablated_attention, dynamics")
     save(fig, out)
+
+
+def ablation_bars(ablations, title: str, metric: str = "loss_all"):
+    """Loss under every ablation that ran: mean over seeds, whiskers min-max, baseline dashed."""
+    ran = ablations[ablations["status"] == "ok"]
+    g = ran.groupby("ablation", sort=False)[metric]
+    stats = g.agg(["mean", "min", "max"])
+    baseline = stats.loc["baseline", "mean"] if "baseline" in stats.index else None
+    stats = stats[::-1]
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.5, 0.2 * len(stats) + 1.3), constrained_layout=True)
+        y = np.arange(len(stats))
+        ax.barh(y, stats["mean"], xerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                color="tab:blue", alpha=0.7, capsize=2)
+        if baseline is not None:
+            ax.axvline(baseline, color="black", ls="--", lw=1, label=f"baseline {baseline:.3f}")
+            ax.legend(fontsize=6, loc="lower right")
+        ax.set_yticks(y, stats.index, fontsize=6)
+        ax.set_xlabel(f"validation {metric.replace('_', ' ')} (nats) under the ablation")
+        ax.set_title(f"{title}: ablations (mean over {ran['seed'].nunique()} seed(s), whiskers min–max)")
+    return fig
+
+
+def ablated_patterns(npz_path, names: list[str], layer: int, title: str):
+    """Mean attention of one layer's heads under several ablations (rows) of one model."""
+    with np.load(npz_path, allow_pickle=False) as f:
+        present = [n for n in names if n in f.files]
+        patterns = {n: f[n][layer] for n in present}
+    if not present:
+        raise ValueError(f"{npz_path}: none of the ablations {names} were saved")
+    n_heads = patterns[present[0]].shape[0]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(present), n_heads, figsize=(2.2 * n_heads + 0.8, 2.2 * len(present) + 0.5),
+                                 squeeze=False, constrained_layout=True)
+        for r, name in enumerate(present):
+            for h in range(n_heads):
+                ax = axes[r, h]
+                im = ax.imshow(patterns[name][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1)
+                ax.set_title(f"{name}: L{layer}H{h}", fontsize=6)
+                ax.set_xlabel("key position", fontsize=6)
+                if h == 0:
+                    ax.set_ylabel("query position", fontsize=6)
+                ax.tick_params(labelsize=5)
+        fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+        fig.suptitle(f"{title}: layer {layer} mean attention, clean and ablated")
+    return fig
+
+
+def dynamics_bands(dynamics, title: str, period_threshold: float = 0.5):
+    """Over training, mean and min-max over seeds: predictable loss, ICL score, and the
+    largest period and previous-token score of any head."""
+    per_step = lambda metric, how: (dynamics[dynamics["metric"] == metric]  # noqa: E731
+                                    .groupby(["seed", "step"])["value"].agg(how).reset_index())
+    panels = [("loss_pred", "first", "predictable-target loss (nats)"),
+              ("icl_score", "first", "ICL score (last − first loss)"),
+              ("period", "max", "largest period score of any head"),
+              ("previous_token", "max", "largest previous-token score of any head")]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 4, figsize=(13, 2.8), constrained_layout=True)
+        for ax, (metric, how, label) in zip(axes, panels):
+            frame = per_step(metric, how)
+            frame["step1"] = frame["step"] + 1
+            _band(ax, frame, "step1", "value", label)
+            if metric == "period":
+                ax.axhline(period_threshold, color="grey", ls=":", lw=1)
+            ax.set_xscale("log")
+            ax.set_xlabel("training step + 1 (log)")
+            ax.set_ylabel(label)
+        fig.suptitle(f"{title}: over training (mean over seeds, band min–max)")
+    return fig

@@ -25,3 +25,44 @@ rule ablations:
     shell:
         "inductionlab ablations {input.model} {input.behaviour_settings} {input.settings} "
         "--table {output.table} --attention {output.attention} --threads {threads} > {log} 2>&1"
+
+
+report_section(
+    name="ablations",
+    title="Ablations",
+    order=60,
+    text="Each ablation is rerun on the behaviour sample: loss on all and predictable targets, "
+    "predictable accuracy, greedy accuracy on the in-distribution suite prompts, and the period "
+    "score of the later layer. Composition rows: the later layer's queries/keys from the "
+    "embedding (direct path) or the full residual stream; values always from the residual.",
+    tables=[
+        {"path": aggregated_table("ablations", summary=True),
+         "caption": "The write-up's composition table and the composition and smear ablations: "
+         "mean ± std [min, max] over seeds (write-up, one seed: 3.124, 2.518, 2.618, 1.391; baseline 1.384).",
+         "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off",
+                            "remove_head_from_keys", "remove_head_from_queries"]},
+         "spread": {"index": ["ablation"],
+                    "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc", "period_mean_L1"]}},
+        {"path": aggregated_table("ablations", summary=True),
+         "caption": "Head ablations: each head zeroed, replaced by its mean, or zeroed with every "
+         "attention pattern frozen to the clean run (mean ± std [min, max] over seeds).",
+         "where": {"kind": ["zero_heads", "mean_heads", "zero_heads_frozen_patterns"]},
+         "spread": {"index": ["ablation"], "metrics": ["loss_all", "delta_loss_all", "acc_pred"]}},
+    ],
+    figures=[
+        {"path": f"{RESULTS}/figures/{{variant}}/ablations.png",
+         "caption": "Validation loss under every ablation; bars are the mean over seeds, whiskers min–max."},
+    ],
+)
+
+report_section(
+    name="ablated_attention",
+    title="Attention left by the composition ablations",
+    order=61,
+    variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
+    text="Layer-1 mean attention of the first seed: clean, with queries and keys from the "
+    "embedding, with keys from the residual (K-composition on), and with queries from the "
+    "residual only (K-composition off). The diagonal stripes five back are the induction pattern.",
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/ablated_attention.png",
+              "caption": "Layer-1 attention, clean and ablated (first seed)."}],
+)

@@ -74,3 +74,40 @@ rule phase_change_table:
         "logs/phase_change_table.log",
     shell:
         "inductionlab phase-change-table {input} --out {output} > {log} 2>&1"
+
+
+report_section(
+    name="dynamics",
+    title="Training dynamics",
+    order=70,
+    text="Every checkpoint scored with the functions applied to the final model. Phase change: "
+    "the step of steepest drop of the predictable-target loss per unit ln(step + 1), and the "
+    "first step at which some head's period score exceeds the threshold.",
+    tables=[{"path": f"{RESULTS}/tables/phase_change.csv",
+             "caption": "Phase-change steps per seed (definitions in the last column).",
+             "columns": ["seed", "metric", "step", "value", "layer", "head", "definition"]}],
+    figures=[
+        {"path": f"{RESULTS}/figures/{{variant}}/dynamics.png",
+         "caption": "Predictable loss, ICL score and the largest period and previous-token scores "
+         "over training: mean over seeds, band min–max."},
+        {"path": model_file("figures/dynamics/head_scores.png"), "dir": model_file("figures/dynamics"),
+         "caption": "Per-head scores over training (first seed)."},
+        {"path": model_file("figures/dynamics/per_position_loss.png"),
+         "dir": model_file("figures/dynamics"),
+         "caption": "Per-position validation loss over training (first seed)."},
+    ],
+)
+
+report_section(
+    name="per_token_loss_pca",
+    title="Per-token loss PCA across all models",
+    scope="study",
+    order=80,
+    text="One PCA of the per-token loss vectors (a fixed evaluation set shared by every model) of "
+    "every checkpoint of every model; each line is one model's trajectory through training.",
+    tables=[{"path": f"{RESULTS}/tables/per_token_loss_pca.csv",
+             "caption": "Explained variance ratio of the first two components.",
+             "columns": ["explained_variance_PC1", "explained_variance_PC2"], "max_rows": 1}],
+    figures=[{"path": f"{RESULTS}/figures/per_token_loss_pca.png",
+              "caption": "Trajectories on PC1/PC2, coloured by variant."}],
+)

@@ -3,11 +3,18 @@
 # Include this file last: it reads the registry the other rule files fill.
 # No `conda:` directive, for the reason given in train.smk.
 
+# Inputs of each figure: a list, or a function of the wildcards. Tables are named
+# here, at parse time, so that the aggregate rule knows them.
 FIGURE_INPUTS = {
-    "training": lambda w: [aggregated_table("train_log")],
+    "training": [aggregated_table("train_log")],
     "spectra": lambda w: expand(model_file("eigenvalues.npz"), variant=w.variant, seed=SEEDS),
-    "composition": lambda w: [aggregated_table("composition")],
-    "failure_modes": lambda w: [aggregated_table("failure_modes")],
+    "composition": [aggregated_table("composition")],
+    "failure_modes": [aggregated_table("failure_modes")],
+    "ablations": [aggregated_table("ablations")],
+    "ablated_attention": lambda w: [
+        model_file("ablated_attention.npz").format(variant=w.variant, seed=SEEDS[0])
+    ],
+    "dynamics": [aggregated_table("dynamics")],
 }
 
 
@@ -33,7 +40,8 @@ rule aggregate:
 rule claims:
     input:
         claims=workflow.source_path("../claims.yaml"),
-        tables=lambda w: [aggregated_table(t) for t in AGGREGATED_TABLES],
+        tables=lambda w: [aggregated_table(t) for t in AGGREGATED_TABLES]
+        + [f"{RESULTS}/tables/phase_change.csv"],
     output:
         claims=f"{RESULTS}/tables/claims.csv",
         scorecard=f"{RESULTS}/tables/scorecard.csv",
@@ -47,7 +55,8 @@ rule claims:
 rule figure:
     input:
         settings=settings_file("behaviour"),
-        data=lambda w: FIGURE_INPUTS[w.figure](w),
+        data=lambda w: (FIGURE_INPUTS[w.figure](w) if callable(FIGURE_INPUTS[w.figure])
+                        else FIGURE_INPUTS[w.figure]),
     output:
         f"{RESULTS}/figures/{{variant}}/{{figure}}.png",
     wildcard_constraints:

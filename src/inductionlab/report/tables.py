@@ -38,6 +38,7 @@ def spread_table(summary: pd.DataFrame, index: list[str], metrics: list[str] | N
     """Summary rows pivoted to one row per ``index`` and one column per metric, cells with the spread."""
     if metrics:
         summary = summary[summary["metric"].isin(metrics)]
+    summary = summary[summary["n"] > 0]  # rows without a value in any seed (e.g. skipped ablations)
     cells = summary.assign(cell=summary.apply(spread_cell, axis=1))
     if "metric" in index:  # one row per metric: a single column of cells
         return cells[index + ["cell"]].rename(columns={"cell": "mean ± std [min, max]"})
@@ -90,7 +91,7 @@ def render_table(spec: dict, variant: str | None = None) -> str:
     if "max_rows" in spec:
         frame = frame.head(spec["max_rows"])
     if frame.empty:
-        return "<p class='empty'>No rows.</p>"
+        return "<p class='empty'>No rows (nothing of this kind applies to this model).</p>"
     return to_html(frame, raw)
 
 
