@@ -228,6 +228,18 @@ def icl_score(loss_pos: torch.Tensor) -> float:
 
 
 @torch.no_grad()
+def model_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict:
+    """Headline numbers of a model on ``tokens``: loss_all, loss_pred, acc_pred,
+    icl_score and loss_pos (the per-prediction loss, a list of T - 1 values)."""
+    from .metrics import task_metrics
+
+    metrics = task_metrics(model(tokens), tokens, task)
+    return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
+            "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"])),
+            "loss_pos": metrics["loss_pos"]}
+
+
+@torch.no_grad()
 def per_position_loss(model, tokens: torch.Tensor) -> torch.Tensor:
     """Mean loss of each of the T - 1 predictions over ``tokens``: [T - 1]."""
     return torch.cat([per_token_loss(model(tokens[i:i + 4096]), tokens[i:i + 4096])
@@ -256,7 +268,6 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
 
     from . import atomic
     from .attention import head_roles, head_score_table, offset_profile
-    from .metrics import task_metrics
     from .train import load_model
 
     settings = json.loads(open(settings_path).read())
@@ -284,11 +295,8 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
         _, prompt_cache = model.run_with_cache(completed)
 
     log(f"[{variant} seed {seed}] random prompts and failure modes")
-    with torch.no_grad():
-        metrics = task_metrics(model(tokens), tokens, task)
-    summary = {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
-               "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"]))}
-    summary.update({f"loss_pos{i}": v for i, v in enumerate(metrics["loss_pos"])})
+    summary = model_summary(model, tokens, task)
+    summary.update({f"loss_pos{i}": v for i, v in enumerate(summary.pop("loss_pos"))})
     summary.update(random_prompt_summary(model, task, settings["n_random_prompts"],
                                          settings["random_prompt_lengths"], settings["eval_seed"]))
     failures = failure_modes(model, task, settings["failure_samples"],

@@ -2,7 +2,7 @@
 
 See SCIENCE.md, "Training dynamics". Nothing is re-implemented here: each checkpoint
 is scored by the functions the other stages call on the final model —
-:func:`metrics.task_metrics` and :func:`behaviour.icl_score` (losses, accuracy, ICL
+:func:`behaviour.model_summary` (losses, accuracy, ICL
 score), :func:`attention.head_score_table` on :func:`behaviour.evaluation_samples`
 (head scores) and :func:`circuits.circuit_table` on :func:`weights.model_arrays`
 (eigenvalue positivities). The final checkpoint holds the weights of ``model.pt``, so
@@ -115,9 +115,8 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     seed (for :func:`circuits.circuit_table`).
     """
     from .attention import head_score_table
-    from .behaviour import icl_score
+    from .behaviour import model_summary
     from .circuits import circuit_table
-    from .metrics import task_metrics
     from .weights import model_arrays
 
     rows = []
@@ -126,10 +125,9 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
         rows.append((metric, int(layer), int(head), int(position), float(value)))
 
     # as in behaviour.write_behaviour (behaviour.csv)
-    metrics = task_metrics(model(tokens), tokens, task)
-    for name in ("loss_all", "loss_pred", "acc_pred"):
+    metrics = model_summary(model, tokens, task)
+    for name in SCALAR_METRICS:
         add(name, metrics[name])
-    add("icl_score", icl_score(torch.tensor(metrics["loss_pos"])))
     for i, v in enumerate(metrics["loss_pos"]):
         add("loss_pos", v, position=i)
     # as in behaviour.write_behaviour (head_scores.csv)

@@ -1,0 +1,379 @@
+"""The report renderer on a hand-made manifest, and the table helpers it uses."""
+import base64
+import json
+import math
+import re
+import unicodedata
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT, SCHEMA
+from inductionlab.claims import evaluate_claims, scorecard
+from inductionlab.config import load_config
+from inductionlab.report import tables as T
+from inductionlab.report.render import STUDY, build_html, write_report
+
+
+def squash(text: str) -> str:
+    """Text without whitespace, compatibility characters folded (PDF text extraction
+    may break lines inside a heading or drop the spaces between words)."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def external_references(html: str) -> list[str]:
+    """Everything in ``html`` that would load something from outside the file."""
+    found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
+    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*["']?(?!data:image/png;base64,)""", html)]
+    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*["']?(?!#)[^"'\s>]*""", html)]
+    return found
+
+
+def test_external_references_finds_them():
+    """The check itself: each kind of outside reference is caught, data URIs and anchors are not."""
+    assert external_references('<img src="data:image/png;base64,AAAA"><a href="#x">x</a>') == []
+    for bad in ('<img src="fig.png">', "<img src='/abs/fig.png'>", '<link rel="stylesheet" href="a.css">',
+                "<style>body { background: url(a.png) }</style>", '<a href="https://example.org">',
+                '<a href="other.html">', "<style>@import 'x.css';</style>"):
+        assert external_references(bad), bad
+
+
+# ---------------------------------------------------------------- fixtures
+
+def _png(path, colour):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1.5, 1))
+    fig.add_subplot().plot([0, 1, 2], [1, 0, 1], color=colour)
+    fig.savefig(path, dpi=30)
+    return path
+
+
+TRAIN = pd.DataFrame({
+    "variant": ["one_layer", "one_layer", "two_layer", "two_layer"],
+    "seed": [0, 0, 0, 0],
+    "step": [0, 60, 0, 60],
+    "val_loss_all": [3.2581, 2.60637, 3.2581, 1.38423],
+    "elapsed_s": [0.0, 1.5, 0.0, 2.5],
+})
+HEADLINE = pd.DataFrame({
+    "variant": ["one_layer", "one_layer", "two_layer", "two_layer"],
+    "metric": ["loss_all", "acc_pred", "loss_all", "acc_pred"],
+    "n": [3, 3, 3, 3],
+    "mean": [2.61234, 0.1, 1.38765, 0.6543],
+    "std": [0.0123, 0.01, 0.25, 0.05],
+    "min": [2.6, 0.09, 1.2, 0.6],
+    "max": [2.63, 0.11, 1.7, 0.7],
+})
+EXTRA = pd.DataFrame({"check": ["study-answer"], "value": [0.4375]})
+CLAIMS = [
+    {"id": "one_layer.fails_task", "variant": "one_layer", "quote": "Fails at <this> task",
+     "write_up": "loss 2.606", "metric": {"table": "behaviour", "where": {"metric": "acc_pred"},
+                                          "column": "value"},
+     "compare": "<", "threshold": 0.5},
+    {"id": "two_layer.absent", "variant": "two_layer", "quote": "Not in any table",
+     "write_up": -0.9996, "metric": {"table": "ablations", "column": "value"},
+     "compare": ">=", "threshold": 0.9},
+]
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    """A manifest as report.smk writes it: two variants, three sections, tiny files."""
+    config = load_config(ROOT / "config.yaml", SCHEMA)
+    train = tmp_path / "train_log.csv"
+    TRAIN.to_csv(train, index=False)
+    headline = tmp_path / "behaviour_summary.csv"
+    HEADLINE.to_csv(headline, index=False)
+    extra = tmp_path / "answer.csv"
+    EXTRA.to_csv(extra, index=False)
+    behaviour = pd.DataFrame({"variant": ["one_layer"] * 2, "seed": [0, 1],
+                              "metric": ["acc_pred"] * 2, "value": [0.1, 0.7]})
+    card = tmp_path / "scorecard.csv"
+    scorecard(CLAIMS, evaluate_claims(CLAIMS, {"behaviour": behaviour}, [0, 1])).to_csv(card, index=False)
+    template = tmp_path / "extra.html.j2"
+    template.write_text(
+        "<p class='custom'>Custom fragment of {{ section.name }} ({{ 'study' if variant is none "
+        "else variant }}).</p>\n"
+        "{% for t in tables %}{{ t.html | safe }}{% endfor %}\n"
+        "{% for f in figures %}<img src=\"{{ f.uri }}\" alt=\"{{ f.caption }}\">{% endfor %}\n")
+    figures = {name: _png(tmp_path / f"{name}.png", colour)
+               for name, colour in (("one_layer", "red"), ("two_layer", "blue"), ("study", "green"))}
+    per_variant = {v: {"tables": [{"path": str(train), "caption": f"Final metrics ({v}).",
+                                   "where": {"step": 60}, "columns": ["seed", "val_loss_all"]}],
+                       "figures": [{"path": str(figures[v]), "caption": f"Training curve of {v}."}]}
+                   for v in ("one_layer", "two_layer")}
+    return {
+        "title": "Hand-made report",
+        "config": config,
+        "variants": ["one_layer", "two_layer"],
+        "seeds": [0, 1],
+        "loss_floor": 1.6291,
+        "scorecard": str(card),
+        "headline": {"path": str(headline),
+                     "spread": {"index": ["variant"], "metrics": ["loss_all", "acc_pred"]}},
+        "sections": [
+            # listed out of order: the report sorts by (order, name)
+            {"name": "heads", "title": "Heads & roles check", "scope": "variant", "order": 40,
+             "text": "Only the two-layer model has this section.", "template": None,
+             "items": {"two_layer": {"tables": [], "figures": []}}},
+            {"name": "extra_study", "title": "Study-wide extra check", "scope": "study", "order": 90,
+             "text": "", "template": str(template),
+             "items": {STUDY: {"tables": [{"path": str(extra), "caption": "Answer."}],
+                               "figures": [{"path": str(figures["study"]), "caption": "Study figure."}]}}},
+            {"name": "training", "title": "Training check", "scope": "variant", "order": 10,
+             "text": "Validation loss at the last step.", "template": None, "items": per_variant},
+        ],
+    }
+
+
+def _chapter(html, variant):
+    """The HTML of one variant's chapter: up to the next chapter or the appendix."""
+    start = html.index(f'<section id="variant-{variant}"')
+    following = re.compile(r'<section id="(variant-|study-|methods)').search(html, start + 1)
+    return html[start:following.start()]
+
+
+# ---------------------------------------------------------------- build_html
+
+def test_html_has_titles_chapters_and_sections(manifest):
+    html = build_html(manifest)
+    assert "<title>Hand-made report</title>" in html
+    for title in ("Training check", "Study-wide extra check", "Summary and claims scorecard",
+                  "Claims scorecard", "Methods appendix", "Variant one_layer", "Variant two_layer"):
+        assert title in html, title
+    assert "Heads &amp; roles check" in html  # titles are escaped
+    assert '<section class="section" id="one_layer-training">' in html
+    assert '<section class="section" id="two_layer-training">' in html
+    assert '<section id="study-extra_study" class="chapter">' in html
+    assert '<a href="#study-extra_study">Study-wide extra check</a>' in html  # contents
+
+
+def test_variant_sections_follow_their_items_and_order(manifest):
+    html = build_html(manifest)
+    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
+    assert "Training check" in one and "Heads &amp; roles check" not in one
+    assert "Training check" in two and "Heads &amp; roles check" in two
+    assert two.index("Training check") < two.index("Heads &amp; roles check")  # order 10 < 40
+    assert "Study-wide extra check" not in one + two
+    assert html.index('id="variant-two_layer"') < html.index('id="study-extra_study"') < html.index(
+        'id="methods"')
+
+
+def test_variant_tables_show_their_own_rows(manifest):
+    html = build_html(manifest)
+    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
+    assert T.fmt(2.60637) == "2.606" and T.fmt(1.38423) == "1.384"
+    assert "<td>2.606</td>" in one and "2.606" not in two
+    assert "<td>1.384</td>" in two and "1.384" not in one
+    assert "<th>seed</th><th>val_loss_all</th>" in one  # columns: selection and order
+    assert "elapsed_s" not in one
+    assert "Validation loss at the last step." in one  # section text
+
+
+def test_figures_are_data_uris(manifest):
+    html = build_html(manifest)
+    for section in manifest["sections"]:
+        for items in section["items"].values():
+            for fig in items["figures"]:
+                with open(fig["path"], "rb") as fh:
+                    uri = "data:image/png;base64," + base64.b64encode(fh.read()).decode()
+                assert uri in html, fig["path"]
+    one = _chapter(html, "one_layer")
+    assert base64.b64encode(open(manifest["sections"][2]["items"]["one_layer"]["figures"][0]["path"],
+                                 "rb").read()).decode() in one
+    assert "Training curve of one_layer." in one
+
+
+def test_study_section_uses_its_template(manifest):
+    html = build_html(manifest)
+    study = html[html.index('<section id="study-extra_study"'):html.index('<section id="methods"')]
+    assert "<p class='custom'>Custom fragment of extra_study (study).</p>" in study
+    assert "<td>study-answer</td><td>0.4375</td>" in study
+    assert 'alt="Study figure."' in study
+
+
+def test_headline_scorecard_and_methods(manifest):
+    html = build_html(manifest)
+    summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
+    # headline: one row per variant, mean ± std [min, max] per metric, in the listed order
+    assert "<th>variant</th><th>loss_all</th><th>acc_pred</th>" in summary
+    assert "2.612 ± 0.0123 <span class='range'>[2.6, 2.63]</span>" in summary
+    assert "1.388 ± 0.25 <span class='range'>[1.2, 1.7]</span>" in summary
+    assert "1.629" in summary  # loss floor, 3 decimals
+    # scorecard: verdicts, escaped quotes, the write-up's number formatted
+    assert "holds in 1 of 2 seeds" in summary
+    assert "holds in 0 of 2 seeds (2 not measured)" in summary
+    assert "Fails at &lt;this&gt; task" in summary
+    assert "<td>-0.9996</td>" in summary
+    assert '<tr class="some">' in summary and '<tr class="none">' in summary
+    methods = html[html.index('<section id="methods"'):]
+    assert "Vocabulary: the 26 letters" in methods
+    assert "lr 0.001" in methods
+
+
+def test_html_has_no_external_references(manifest):
+    html = build_html(manifest)
+    assert external_references(html) == []
+    assert html.count("data:image/png;base64,") == 3
+
+
+def test_write_report_writes_html_and_pdf(manifest, tmp_path):
+    from pypdf import PdfReader
+
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    messages = []
+    write_report(path, tmp_path / "out" / "report.html", tmp_path / "out" / "report.pdf",
+                 log=messages.append)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Study-wide extra check" in html and external_references(html) == []
+    pdf_bytes = (tmp_path / "out" / "report.pdf").read_bytes()
+    assert pdf_bytes.startswith(b"%PDF")
+    reader = PdfReader(tmp_path / "out" / "report.pdf")
+    text = squash("\n".join(page.extract_text() or "" for page in reader.pages))
+    for title in ("Hand-made report", "Training check", "Heads & roles check",
+                  "Study-wide extra check", "Claims scorecard", "Methods appendix",
+                  "Variant one_layer", "Variant two_layer", "holds in 1 of 2 seeds"):
+        assert squash(title) in text, title
+    for value in ("2.606", "1.384", "study-answer", "0.4375"):
+        assert value in text, value
+    assert len(messages) == 2 and not list((tmp_path / "out").glob(".tmp-*"))
+
+
+# ---------------------------------------------------------------- tables
+
+@pytest.fixture
+def summary_csv(tmp_path):
+    path = tmp_path / "summary.csv"
+    pd.DataFrame({
+        "variant": ["a", "a", "a", "b", "b"],
+        "circuit": ["direct", "ov_sum", "ov_sum", "direct", "ov_sum"],
+        "layer": [-1, 0, 1, -1, 0],
+        "metric": ["positivity_real"] * 5,
+        "n": [3, 3, 3, 1, 0],
+        "mean": [-0.99876, 0.5, 0.25, -0.5, np.nan],
+        "std": [0.001234, 0.1, 0.05, np.nan, np.nan],
+        "min": [-0.9999, 0.4, 0.2, -0.5, np.nan],
+        "max": [-0.99712, 0.6, 0.3, -0.5, np.nan],
+    }).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def heads_csv(tmp_path):
+    path = tmp_path / "circuits.csv"
+    rows = []
+    for variant, shift in (("a", 0.0), ("b", 0.5)):
+        for seed in (0, 1):
+            for layer, head in ((0, 0), (0, 1), (1, 0)):
+                rows.append((variant, seed, "ov", layer, head, round(0.1 * seed + 0.01 * head + 0.3 * layer
+                                                                     + shift, 4)))
+            rows.append((variant, seed, "qk", 0, 0, -0.123))
+    pd.DataFrame(rows, columns=["variant", "seed", "circuit", "layer", "head",
+                                "positivity_real"]).to_csv(path, index=False)
+    return path
+
+
+def _cells(html):
+    """Rows of an HTML table as lists of cell texts (header row first)."""
+    return [re.findall(r"<t[hd]>(.*?)</t[hd]>", row) for row in re.findall(r"<tr>(.*?)</tr>", html)]
+
+
+def test_fmt():
+    assert T.fmt(2.606371) == "2.606"
+    assert T.fmt(-0.99958491) == "-0.9996"
+    assert T.fmt(1234.5678) == "1235"
+    assert T.fmt(0.0) == "0"
+    assert T.fmt(0.000123456) == "1.23e-04"
+    assert T.fmt(float("nan")) == "–"
+    assert T.fmt(np.float64(0.123456)) == "0.1235"
+    assert T.fmt(3) == "3"
+    assert T.fmt("a<b & c") == "a&lt;b &amp; c"
+
+
+def test_render_table_where(heads_csv):
+    html = T.render_table({"path": str(heads_csv), "where": {"circuit": "qk"}})
+    rows = _cells(html)
+    assert rows[0] == ["variant", "seed", "circuit", "layer", "head", "positivity_real"]
+    assert len(rows) == 1 + 4 and {r[2] for r in rows[1:]} == {"qk"}
+    html = T.render_table({"path": str(heads_csv), "where": {"circuit": "ov", "head": [1], "layer": [0, 1]}},
+                          variant="b")
+    rows = _cells(html)
+    assert rows[0] == ["seed", "circuit", "layer", "head", "positivity_real"]  # variant dropped
+    assert [r[4] for r in rows[1:]] == ["0.51", "0.61"]
+
+
+def test_render_table_spread(summary_csv):
+    html = T.render_table({"path": str(summary_csv), "where": {"metric": "positivity_real"},
+                           "spread": {"index": ["circuit", "layer"], "metrics": ["positivity_real"]}},
+                          variant="a")
+    rows = _cells(html)
+    assert rows[0] == ["circuit", "layer", "positivity_real"]
+    assert rows[1] == ["direct", "-1", "-0.9988 ± 0.001234 <span class='range'>[-0.9999, -0.9971]</span>"]
+    assert rows[2] == ["ov_sum", "0", "0.5 ± 0.1 <span class='range'>[0.4, 0.6]</span>"]
+    assert rows[3] == ["ov_sum", "1", "0.25 ± 0.05 <span class='range'>[0.2, 0.3]</span>"]
+    # one seed: just the value; a row without any value (n = 0) is left out
+    rows = _cells(T.render_table({"path": str(summary_csv), "spread": {"index": ["circuit", "layer"]}},
+                                 variant="b"))
+    assert rows[1:] == [["direct", "-1", "-0.5"]]
+
+
+def test_render_table_spread_per_metric_and_missing_metric(tmp_path):
+    path = tmp_path / "behaviour_summary.csv"
+    HEADLINE.iloc[:3].to_csv(path, index=False)  # two_layer has no acc_pred
+    rows = _cells(T.render_table({"path": str(path), "spread": {"index": ["metric"]}}, variant="one_layer"))
+    assert rows[0] == ["metric", "mean ± std [min, max]"]
+    assert [r[0] for r in rows[1:]] == ["loss_all", "acc_pred"]
+    rows = _cells(T.render_table({"path": str(path), "spread": {"index": ["variant"],
+                                                                "metrics": ["acc_pred", "loss_all"]}}))
+    assert rows[0] == ["variant", "acc_pred", "loss_all"]  # the listed order
+    assert rows[2][0] == "two_layer" and rows[2][1] == "–"
+
+
+def test_render_table_pivot_with_label(heads_csv):
+    spec = {"path": str(heads_csv), "where": {"circuit": "ov"},
+            "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
+                      "label": "OV L{}H{}"}}
+    rows = _cells(T.render_table(spec, variant="a"))
+    assert rows[0] == ["seed", "OV L0H0", "OV L0H1", "OV L1H0"]
+    assert rows[1:] == [["0", "0", "0.01", "0.3"], ["1", "0.1", "0.11", "0.4"]]
+    # no label: the bare column key
+    spec["pivot"] = {"index": ["seed"], "columns": "head", "values": "positivity_real"}
+    spec["where"] = {"circuit": "ov", "layer": 0}
+    assert _cells(T.render_table(spec, variant="b"))[0] == ["seed", "0", "1"]
+
+
+def test_render_table_sort_columns_and_max_rows(heads_csv):
+    spec = {"path": str(heads_csv), "where": {"circuit": "ov"},
+            "sort": {"by": "positivity_real", "ascending": False},
+            "columns": ["positivity_real", "layer", "head", "no_such_column"], "max_rows": 2}
+    rows = _cells(T.render_table(spec, variant="a"))
+    assert rows == [["positivity_real", "layer", "head"], ["0.4", "1", "0"], ["0.3", "1", "0"]]
+    spec["sort"] = {"by": ["layer", "positivity_real"]}  # ascending by default
+    spec["max_rows"] = 3
+    rows = _cells(T.render_table(spec, variant="a"))
+    assert [r[0] for r in rows[1:]] == ["0", "0.01", "0.1"]
+    # columns may keep the variant
+    spec["columns"] = ["variant", "seed"]
+    assert _cells(T.render_table(spec, variant="b"))[1] == ["b", "0"]
+
+
+def test_render_table_without_rows(heads_csv):
+    html = T.render_table({"path": str(heads_csv), "where": {"circuit": "direct"}})
+    assert "<table" not in html and "class='empty'" in html
+    assert "class='empty'" in T.render_table({"path": str(heads_csv)}, variant="no_such_variant")
+
+
+def test_mark_completion():
+    marked = T.mark_completion("ABXD", "ABCD")
+    assert marked == ("<span class='letters'><span class='ok'>A</span><span class='ok'>B</span>"
+                      "<span class='bad'>X</span><span class='ok'>D</span></span>")
+    # letters beyond the correct completion are wrong
+    marked = T.mark_completion("ABC", "AB")
+    assert re.findall(r"class='(ok|bad)'>(.)<", marked) == [("ok", "A"), ("ok", "B"), ("bad", "C")]
+    # no correct completion (out of distribution): letters unmarked
+    for expected in (None, math.nan, ""):
+        assert T.mark_completion("ABC", expected) == "<span class='letters'>ABC</span>"
+    assert "&lt;" in T.mark_completion("<", "<") and "&lt;" in T.mark_completion("<", None)
