@@ -155,3 +155,20 @@ def test_bad_model_configs_are_rejected():
         ModelConfig.from_dict({"n_layer": 2})
     with pytest.raises(ValueError, match="exceeds"):
         build_model(ModelConfig(), 0)(torch.zeros(1, 25, dtype=torch.long))
+
+
+def test_an_intervention_reading_head_outputs_gets_them_in_a_plain_forward():
+    m = build_model(ModelConfig(n_layers=2), 6)
+    tokens = torch.randint(0, 26, (2, 24), generator=torch.Generator().manual_seed(6))
+
+    class KeysWithoutHead0(Intervention):
+        needs_head_out = True
+
+        def layer_inputs(self, layer, cache):
+            x = cache.resid[layer]
+            return (x, x - cache.head_out[0][:, 0], x) if layer == 1 else (x, x, x)
+
+    logits, ablated = m.run_with_cache(tokens, KeysWithoutHead0())
+    assert torch.allclose(m(tokens, KeysWithoutHead0()), logits, atol=1e-6)
+    _, clean = m.run_with_cache(tokens)
+    assert (ablated.pattern[1] - clean.pattern[1]).abs().max() > 1e-5  # the keys did change

@@ -4,6 +4,7 @@ import json
 import math
 import re
 import unicodedata
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,8 +26,8 @@ def squash(text: str) -> str:
 def external_references(html: str) -> list[str]:
     """Everything in ``html`` that would load something from outside the file."""
     found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
-    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*["']?(?!data:image/png;base64,)""", html)]
-    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*["']?(?!#)[^"'\s>]*""", html)]
+    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*(?!["']?data:image/png;base64,)""", html)]
+    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*(?!["']?#)[^\s>]*""", html)]
     return found
 
 
@@ -174,15 +175,18 @@ def test_variant_tables_show_their_own_rows(manifest):
 
 def test_figures_are_data_uris(manifest):
     html = build_html(manifest)
+    def uri(path):
+        return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
+
     for section in manifest["sections"]:
         for items in section["items"].values():
             for fig in items["figures"]:
-                with open(fig["path"], "rb") as fh:
-                    uri = "data:image/png;base64," + base64.b64encode(fh.read()).decode()
-                assert uri in html, fig["path"]
-    one = _chapter(html, "one_layer")
-    assert base64.b64encode(open(manifest["sections"][2]["items"]["one_layer"]["figures"][0]["path"],
-                                 "rb").read()).decode() in one
+                assert f'src="{uri(fig["path"])}"' in html, fig["path"]
+    training = {s["name"]: s for s in manifest["sections"]}["training"]["items"]
+    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
+    assert uri(training["one_layer"]["figures"][0]["path"]) in one
+    assert uri(training["two_layer"]["figures"][0]["path"]) not in one
+    assert uri(training["two_layer"]["figures"][0]["path"]) in two
     assert "Training curve of one_layer." in one
 
 

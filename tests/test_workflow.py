@@ -90,8 +90,8 @@ def _squash(text: str) -> str:
 def _external_references(html: str) -> list[str]:
     """Everything in ``html`` that would load something from outside the file."""
     found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
-    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*["']?(?!data:image/png;base64,)""", html)]
-    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*["']?(?!#)[^"'\s>]*""", html)]
+    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*(?!["']?data:image/png;base64,)""", html)]
+    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*(?!["']?#)[^\s>]*""", html)]
     return found
 
 

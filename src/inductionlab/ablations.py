@@ -412,10 +412,7 @@ class AblatedModel:
         return self.model.run_with_cache(tokens, self.intervention(tokens))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        intervention = self.intervention(tokens)
-        if getattr(intervention, "needs_head_out", False):
-            return self.model.run_with_cache(tokens, intervention)[0]
-        return self.model(tokens, intervention)
+        return self.model(tokens, self.intervention(tokens))
 
     __call__ = forward
 

@@ -138,7 +138,13 @@ class Intervention:
     - ``use_smear``: whether a smeared layer smears its keys;
     - ``pattern``: replace or edit a layer's attention pattern;
     - ``head_out``: replace or edit each head's output (zero/mean ablation).
+
+    ``needs_head_out``: set it when ``layer_inputs`` reads ``cache.head_out`` (e.g.
+    the residual minus one head's output), so that a plain forward pass forms the
+    per-head outputs too. Overriding ``head_out`` implies it.
     """
+
+    needs_head_out = False
 
     def layer_inputs(self, layer: int, cache: Cache):
         x = cache.resid[layer]
@@ -232,8 +238,9 @@ class AttentionOnlyTransformer(nn.Module):
         return self._run(tokens, intervention, per_head=True)
 
     def forward(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
-        """Logits [B, T, V]. Per-head outputs are formed only when an intervention may edit them."""
-        per_head = type(intervention).head_out is not Intervention.head_out
+        """Logits [B, T, V]. Per-head outputs are formed only when an intervention needs them."""
+        per_head = (intervention.needs_head_out
+                    or type(intervention).head_out is not Intervention.head_out)
         return self._run(tokens, intervention, per_head)[0]
 
 
