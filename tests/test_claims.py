@@ -276,10 +276,6 @@ def test_over_selected_heads_with_no_head_selected_is_not_measured(tables):
         assert row["status"] == NOT_MEASURED and "no head" in row["note"]
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="over_selected_heads reduces an empty list (min([]) raises ValueError) "
-                          "when no measured row belongs to a selected head, instead of "
-                          "'not measured'")
 def test_over_selected_heads_without_measure_rows_for_the_heads_is_not_measured(tables):
     # heads 1 and 2 of layer 0 are selected; the measure only has rows of layer 1
     metric = _selected(">=", 0.9, "period", measure_where={"layer": 1})

@@ -1,4 +1,6 @@
 """The real ``snakemake`` command on the tiny config, in a temporary folder."""
+import base64
+import html as html_module
 import json
 import re
 import subprocess
@@ -28,7 +30,7 @@ def tiny_run(tmp_path_factory):
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--cores", "2",
-         "-d", str(work)], cwd=work, capture_output=True, text=True, timeout=900)
+         "-d", str(work)], cwd=work, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work
 
@@ -141,8 +143,6 @@ def test_html_has_every_section_and_the_extra_stage(tiny_run, report_files):
     for s in manifest["sections"]:
         assert s["title"] in html or s["title"].replace("&", "&amp;") in html, s["title"]
     assert "Extra stage check" in html and 'id="study-extra_check"' in html
-    import base64
-
     png = base64.b64encode((tiny_run / "results" / "extra" / "answer.png").read_bytes()).decode()
     assert "data:image/png;base64," + png in html
 
@@ -194,11 +194,52 @@ def test_pdf_shows_a_value_of_every_table(tiny_run, report_files):
     scorecard = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv")
     expected["scorecard claim"] = scorecard["claim"].iloc[0]
     expected["scorecard verdict"] = scorecard["verdict"].iloc[0]
+    ablations = pd.read_csv(tiny_run / "results" / "tables" / "ablations_summary.csv")
+    for variant in VARIANTS:
+        base = ablations[(ablations["variant"] == variant) & (ablations["ablation"] == "baseline")
+                         & (ablations["metric"] == "loss_all")]
+        expected[f"ablations {variant}"] = fmt(base["mean"].iloc[0])
+    phase = pd.read_csv(tiny_run / "results" / "tables" / "phase_change.csv")
+    for metric in phase["metric"].unique():
+        expected[f"phase_change {metric}"] = metric
+    pca = pd.read_csv(tiny_run / "results" / "tables" / "per_token_loss_pca.csv")
+    expected["per_token_loss_pca"] = fmt(pca["explained_variance_PC1"].iloc[0])
     expected["extra stage"] = "extra-stage-answer"
     expected["extra stage value"] = fmt(0.4375)
     missing = {name: value for name, value in expected.items() if _squash(value) not in pdf}
     assert missing == {}
     assert _squash("OV L0H0") in pdf and _squash("QK L0H0") in pdf
+
+
+def _first_value(table_html: str) -> str | None:
+    """The text of the first cell of a rendered table that shows a decimal number."""
+    for cell in re.findall(r"<td>(.*?)</td>", table_html):
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", cell))
+        if re.search(r"\d\.\d", text):
+            return text
+    return None
+
+
+def test_pdf_shows_every_registered_table(tiny_run, report_files, monkeypatch):
+    """Each table of each default-rendered section: its first decimal value is in the PDF."""
+    from inductionlab.report.tables import render_table
+
+    _, pdf, manifest = report_files
+    monkeypatch.chdir(tiny_run)  # the manifest's paths are relative to the run folder
+    checked, missing = [], []
+    for section in manifest["sections"]:
+        if section["template"]:
+            continue
+        for key, items in section["items"].items():
+            for k, spec in enumerate(items["tables"]):
+                value = _first_value(render_table(spec, None if key == "_study" else key))
+                if value is None:
+                    continue
+                checked.append((section["name"], key, k))
+                if _squash(value) not in pdf:
+                    missing.append((section["name"], key, k, value))
+    assert missing == []
+    assert {name for name, _, _ in checked} >= {"training", "circuits", "attention", "extra_check"}
 
 
 def test_pdf_and_html_name_the_extra_stage(report_files):

@@ -68,6 +68,8 @@ def _rows(tables: dict, spec: dict, variant: str, seed: int) -> pd.DataFrame:
 
 
 def _reduce(values: list[float], spec: dict) -> float:
+    if not values:
+        raise NotMeasured("no value to reduce")
     how = spec.get("reduce")
     if how is None:
         if len(values) != 1:
