@@ -4,7 +4,7 @@ import torch
 from handbuilt import ShiftCopyModel
 from inductionlab.attention import (copying_score, head_roles, head_score_table, local_score,
                                     offset_profile, period_score, prefix_match_mask,
-                                    prefix_matching_score, previous_token_score)
+                                    previous_token_score)
 from inductionlab.behaviour import evaluation_samples
 from inductionlab.data import TaskConfig
 

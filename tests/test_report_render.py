@@ -3,7 +3,6 @@ import base64
 import json
 import math
 import re
-import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -12,23 +11,10 @@ import pytest
 
 from conftest import ROOT, SCHEMA
 from inductionlab.claims import evaluate_claims, scorecard
+from htmlcheck import external_references, squash
 from inductionlab.config import load_config
 from inductionlab.report import tables as T
 from inductionlab.report.render import STUDY, build_html, write_report
-
-
-def squash(text: str) -> str:
-    """Text without whitespace, compatibility characters folded (PDF text extraction
-    may break lines inside a heading or drop the spaces between words)."""
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
-
-
-def external_references(html: str) -> list[str]:
-    """Everything in ``html`` that would load something from outside the file."""
-    found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
-    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*(?!["']?data:image/png;base64,)""", html)]
-    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*(?!["']?#)[^\s>]*""", html)]
-    return found
 
 
 def test_external_references_finds_them():

@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-import unicodedata
 
 import pandas as pd
 import pytest
@@ -13,6 +12,7 @@ import torch
 import yaml
 
 from conftest import ROOT
+from htmlcheck import external_references, squash
 from inductionlab.report.tables import fmt
 from inductionlab.train import load_model
 from inductionlab.weights import model_from_weights
@@ -80,23 +80,6 @@ def test_second_run_has_nothing_to_do(tiny_run):
 
 # ---------------------------------------------------------------- report, end to end
 
-def _squash(text: str) -> str:
-    """Text without any whitespace, compatibility characters folded (ligatures).
-
-    PDF text extraction may break a heading across lines or drop the spaces between
-    words, so the report's text and the expected strings are compared squashed.
-    """
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
-
-
-def _external_references(html: str) -> list[str]:
-    """Everything in ``html`` that would load something from outside the file."""
-    found = [s for s in ("http://", "https://", "<link", "url(", "@import") if s in html]
-    found += [m.group(0)[:60] for m in re.finditer(r"""\ssrc\s*=\s*(?!["']?data:image/png;base64,)""", html)]
-    found += [m.group(0) for m in re.finditer(r"""\shref\s*=\s*(?!["']?#)[^\s>]*""", html)]
-    return found
-
-
 @pytest.fixture(scope="module")
 def report_files(tiny_run):
     """(HTML text, squashed PDF text, manifest) of the tiny run's report."""
@@ -104,7 +87,7 @@ def report_files(tiny_run):
 
     html = (tiny_run / "reports" / "report.html").read_text()
     reader = PdfReader(tiny_run / "reports" / "report.pdf")
-    pdf = _squash("\n".join(page.extract_text() or "" for page in reader.pages))
+    pdf = squash("\n".join(page.extract_text() or "" for page in reader.pages))
     manifest = json.loads((tiny_run / "results" / "report" / "manifest.json").read_text())
     return html, pdf, manifest
 
@@ -133,9 +116,9 @@ def test_pdf_has_every_section_heading(report_files):
     assert "Extra stage check" in titles and len(titles) >= 7
     for title in sorted(titles) + ["Claims scorecard", "Methods appendix",
                                    "Summary and claims scorecard"]:
-        assert _squash(title) in pdf, title
+        assert squash(title) in pdf, title
     for variant in VARIANTS:
-        assert _squash(f"Variant {variant}") in pdf, variant
+        assert squash(f"Variant {variant}") in pdf, variant
 
 
 def test_html_has_every_section_and_the_extra_stage(tiny_run, report_files):
@@ -147,9 +130,9 @@ def test_html_has_every_section_and_the_extra_stage(tiny_run, report_files):
     assert "data:image/png;base64," + png in html
 
 
-def test_html_has_no_external_references(report_files):
+def test_html_has_noexternal_references(report_files):
     html, _, _ = report_files
-    assert _external_references(html) == []
+    assert external_references(html) == []
     assert html.count("data:image/png;base64,") >= 3
 
 
@@ -206,9 +189,9 @@ def test_pdf_shows_a_value_of_every_table(tiny_run, report_files):
     expected["per_token_loss_pca"] = fmt(pca["explained_variance_PC1"].iloc[0])
     expected["extra stage"] = "extra-stage-answer"
     expected["extra stage value"] = fmt(0.4375)
-    missing = {name: value for name, value in expected.items() if _squash(value) not in pdf}
+    missing = {name: value for name, value in expected.items() if squash(value) not in pdf}
     assert missing == {}
-    assert _squash("OV L0H0") in pdf and _squash("QK L0H0") in pdf
+    assert squash("OV L0H0") in pdf and squash("QK L0H0") in pdf
 
 
 def _first_value(table_html: str) -> str | None:
@@ -236,7 +219,7 @@ def test_pdf_shows_every_registered_table(tiny_run, report_files, monkeypatch):
                 if value is None:
                     continue
                 checked.append((section["name"], key, k))
-                if _squash(value) not in pdf:
+                if squash(value) not in pdf:
                     missing.append((section["name"], key, k, value))
     assert missing == []
     assert {name for name, _, _ in checked} >= {"training", "circuits", "attention", "extra_check"}
@@ -245,7 +228,7 @@ def test_pdf_shows_every_registered_table(tiny_run, report_files, monkeypatch):
 def test_pdf_and_html_name_the_extra_stage(report_files):
     html, pdf, _ = report_files
     assert "Extra stage check" in html
-    assert _squash("Extra stage check") in pdf
+    assert squash("Extra stage check") in pdf
     assert "extra-stage-answer" in html
 
 
