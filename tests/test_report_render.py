@@ -189,8 +189,8 @@ def test_headline_scorecard_and_methods(manifest):
     summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
     # headline: one row per variant, mean ± std [min, max] per metric, in the listed order
     assert "<th>variant</th><th>loss_all</th><th>acc_pred</th>" in summary
-    assert "2.612 ± 0.0123 <span class='range'>[2.6, 2.63]</span>" in summary
-    assert "1.388 ± 0.25 <span class='range'>[1.2, 1.7]</span>" in summary
+    assert "2.612&nbsp;±&nbsp;0.012 <span class='range'>[2.6,&nbsp;2.63]</span>" in summary
+    assert "1.388&nbsp;±&nbsp;0.25 <span class='range'>[1.2,&nbsp;1.7]</span>" in summary
     assert "1.629" in summary  # loss floor, 3 decimals
     # scorecard: verdicts, escaped quotes, the write-up's number formatted
     assert "holds in 1 of 2 seeds" in summary
@@ -301,9 +301,10 @@ def test_render_table_spread(summary_csv):
                           variant="a")
     rows = _cells(html)
     assert rows[0] == ["circuit", "layer", "positivity_real"]
-    assert rows[1] == ["direct", "-1", "-0.9988 ± 0.001234 <span class='range'>[-0.9999, -0.9971]</span>"]
-    assert rows[2] == ["ov_sum", "0", "0.5 ± 0.1 <span class='range'>[0.4, 0.6]</span>"]
-    assert rows[3] == ["ov_sum", "1", "0.25 ± 0.05 <span class='range'>[0.2, 0.3]</span>"]
+    # std to two significant digits; mean, min and max to four
+    assert rows[1] == ["direct", "-1", "-0.9988&nbsp;±&nbsp;0.0012 <span class='range'>[-0.9999,&nbsp;-0.9971]</span>"]
+    assert rows[2] == ["ov_sum", "0", "0.5&nbsp;±&nbsp;0.1 <span class='range'>[0.4,&nbsp;0.6]</span>"]
+    assert rows[3] == ["ov_sum", "1", "0.25&nbsp;±&nbsp;0.05 <span class='range'>[0.2,&nbsp;0.3]</span>"]
     # one seed: just the value; a row without any value (n = 0) is left out
     rows = _cells(T.render_table({"path": str(summary_csv), "spread": {"index": ["circuit", "layer"]}},
                                  variant="b"))

@@ -81,11 +81,14 @@ report_section(
     title="Training dynamics",
     order=70,
     text="Every checkpoint scored with the functions applied to the final model. Phase change: "
-    "the step of steepest drop of the predictable-target loss per unit ln(step + 1), and the "
-    "first step at which some head's period score exceeds the threshold.",
+    "steepest_drop_loss_pred is the step at which the predictable-target loss, interpolated in "
+    "u = ln(step + 1) and smoothed with a Gaussian (sd dynamics.drop_smoothing in u), falls fastest "
+    "per unit of u (value: that rate in nats; 'never' below dynamics.min_drop_rate); "
+    "period_score_crossing is the first checkpoint at which some head's period score exceeds "
+    "dynamics.period_threshold (value: the largest period score; layer/head: that head).",
     tables=[{"path": f"{RESULTS}/tables/phase_change.csv",
-             "caption": "Phase-change steps per seed (definitions in the last column).",
-             "columns": ["seed", "metric", "step", "value", "layer", "head", "definition"]}],
+             "caption": "Phase-change steps per seed.",
+             "columns": ["seed", "metric", "step", "value", "layer", "head"]}],
     figures=[
         {"path": f"{RESULTS}/figures/{{variant}}/dynamics.png",
          "caption": "Predictable loss, ICL score and the largest period and previous-token scores "

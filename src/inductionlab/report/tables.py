@@ -26,12 +26,18 @@ def fmt(value) -> str:
     return html.escape(str(value))
 
 
+def _short(value: float) -> str:
+    """Two significant digits: for a spread, more would be noise."""
+    return "–" if math.isnan(value) else f"{value:.2g}"
+
+
 def spread_cell(row) -> str:
-    """mean ± std [min, max] of a summary row; just the value for one seed."""
+    """mean ± std [min, max] of a summary row (std with two significant digits);
+    just the value for one seed."""
     if row["n"] <= 1 or pd.isna(row["std"]):
         return fmt(float(row["mean"]))
-    return (f"{fmt(float(row['mean']))} ± {fmt(float(row['std']))} "
-            f"<span class='range'>[{fmt(float(row['min']))}, {fmt(float(row['max']))}]</span>")
+    return (f"{fmt(float(row['mean']))}&nbsp;±&nbsp;{_short(float(row['std']))} "
+            f"<span class='range'>[{fmt(float(row['min']))},&nbsp;{fmt(float(row['max']))}]</span>")
 
 
 def spread_table(summary: pd.DataFrame, index: list[str], metrics: list[str] | None = None) -> pd.DataFrame:
