@@ -13,7 +13,6 @@ import pandas as pd
 import torch
 
 from .data import ALPHABET, TaskConfig, decode, encode, repeat_blocks, sample_blocks
-from .metrics import per_token_loss
 from .seeding import generator
 
 
@@ -237,13 +236,6 @@ def model_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict:
     return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
             "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"])),
             "loss_pos": metrics["loss_pos"]}
-
-
-@torch.no_grad()
-def per_position_loss(model, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean loss of each of the T - 1 predictions over ``tokens``: [T - 1]."""
-    return torch.cat([per_token_loss(model(tokens[i:i + 4096]), tokens[i:i + 4096])
-                      for i in range(0, len(tokens), 4096)]).mean(0)
 
 
 # ---------------------------------------------------------------- the stage
