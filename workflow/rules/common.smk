@@ -133,3 +133,25 @@ def report_inputs():
             paths += [t["path"] for t in items["tables"]]
             paths += [f.get("dir", f["path"]) for f in items["figures"]]
     return sorted(set(paths))
+
+
+def report_manifest_json(wildcards):
+    """The report manifest: title, config, the headline table and every registered section."""
+    from inductionlab.data import TaskConfig, loss_floor
+
+    manifest = {
+        "title": config["report"]["title"],
+        "config": config,
+        "variants": VARIANTS,
+        "seeds": SEEDS,
+        "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
+        "scorecard": f"{RESULTS}/tables/scorecard.csv",
+        "headline": {
+            "path": aggregated_table("behaviour", summary=True),
+            "spread": {"index": ["variant"],
+                       "metrics": ["loss_all", "loss_pred", "acc_pred", "random_len12_acc_mean",
+                                   "random_len6_acc_mean", "icl_score"]},
+        },
+        "sections": resolved_sections(),
+    }
+    return json.dumps(manifest, sort_keys=True)

@@ -68,27 +68,6 @@ rule figure:
         "{input.data} > {log} 2>&1"
 
 
-def report_manifest_json(wildcards):
-    from inductionlab.data import TaskConfig, loss_floor
-
-    manifest = {
-        "title": config["report"]["title"],
-        "config": config,
-        "variants": VARIANTS,
-        "seeds": SEEDS,
-        "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
-        "scorecard": f"{RESULTS}/tables/scorecard.csv",
-        "headline": {
-            "path": aggregated_table("behaviour", summary=True),
-            "spread": {"index": ["variant"],
-                       "metrics": ["loss_all", "loss_pred", "acc_pred", "random_len12_acc_mean",
-                                   "random_len6_acc_mean", "icl_score"]},
-        },
-        "sections": resolved_sections(),
-    }
-    return json.dumps(manifest, sort_keys=True)
-
-
 rule report_manifest:
     output:
         f"{RESULTS}/report/manifest.json",
