@@ -5,6 +5,7 @@ per head, averaged over sequences and over the query positions where it is defin
 """
 from __future__ import annotations
 
+import pandas as pd
 import torch
 
 
@@ -152,6 +153,4 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
         for h in range(pattern.shape[1]):
             rows.append({"layer": l, "head": h, **{k: v[h].item() for k, v in scores.items()}})
         means.append(mean_pattern(pattern))
-    import pandas as pd
-
     return pd.DataFrame(rows), means

@@ -34,7 +34,7 @@ def check_prompt(prompt: str, task: TaskConfig) -> torch.Tensor:
     if len(prompt) >= task.seq_len:
         raise ValueError(f"prompt {prompt!r}: {len(prompt)} letters; it must be shorter than "
                          f"the context of {task.seq_len} tokens")
-    return torch.tensor([letters.index(ch.upper()) for ch in prompt], dtype=torch.long)
+    return encode(prompt, task.vocab_size)
 
 
 def expected_completion(prompt: str, task: TaskConfig) -> str | None:

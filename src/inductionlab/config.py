@@ -5,6 +5,7 @@ and say what is allowed, before any job starts.
 """
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import jsonschema
@@ -23,16 +24,10 @@ def _with_defaults(cls):
         if isinstance(instance, dict):
             for name, sub in properties.items():
                 if "default" in sub and name not in instance:
-                    instance[name] = _copy(sub["default"])
+                    instance[name] = copy.deepcopy(sub["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
     return jsonschema.validators.extend(cls, {"properties": set_defaults})
-
-
-def _copy(value):
-    import copy
-
-    return copy.deepcopy(value)
 
 
 def _key(path) -> str:
@@ -47,8 +42,6 @@ def _describe(error: jsonschema.ValidationError) -> str:
         where = _key(path) if path else "top level"
         return (f"unknown key(s) {', '.join(_key(path + [e]) for e in extra)} in {where}; "
                 f"allowed: {', '.join(allowed)}")
-    if error.validator == "required":
-        return f"{_key(path)}: {error.message}"
     return f"{_key(path)}: {error.message}"
 
 

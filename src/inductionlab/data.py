@@ -7,6 +7,7 @@ target is a copy of the token ``block_len`` positions earlier.
 """
 from __future__ import annotations
 
+import math
 import string
 from dataclasses import dataclass
 
@@ -68,8 +69,6 @@ def predictable_mask(task: TaskConfig) -> torch.Tensor:
 
 def loss_floor(task: TaskConfig) -> float:
     """Lowest achievable mean loss over all predictions: the unpredictable ones cost ln V."""
-    import math
-
     n_pred = task.seq_len - 1
     return task.first_predictable / n_pred * math.log(task.vocab_size)
 

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
+from .seeding import generator
+
 POS_ENCODINGS = ("original", "standard")
 SMEAR_FORMS = ("per_position", "per_head")
 
@@ -246,6 +248,4 @@ class AttentionOnlyTransformer(nn.Module):
 
 def build_model(cfg: ModelConfig, seed: int) -> AttentionOnlyTransformer:
     """A freshly initialised model; the initial weights depend only on (cfg, seed)."""
-    from .seeding import generator
-
     return AttentionOnlyTransformer(cfg, generator(seed, "init"))
