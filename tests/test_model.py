@@ -113,6 +113,17 @@ def test_positional_tables():
     assert torch.equal(build_model(ModelConfig(pos_encoding="standard"), 0).pos, std)
 
 
+def test_learned_table_is_trained_and_fixed_tables_are_not():
+    tokens = torch.randint(0, 26, (4, 24), generator=torch.Generator().manual_seed(0))
+    learned = build_model(ModelConfig(pos_encoding="learned"), 0)
+    assert torch.equal(learned.pos.detach(), sinusoidal_table(24, 8, "standard"))
+    learned(tokens).square().mean().backward()
+    assert learned.pos.grad is not None and learned.pos.grad.abs().sum() > 0
+    assert learned.n_params() == 5760 + 24 * 8
+    fixed = build_model(ModelConfig(), 0)
+    assert "pos" not in dict(fixed.named_parameters()) and "pos" in fixed.state_dict()
+
+
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_per_head_and_summed_paths_agree(name):
     m = build_model(VARIANTS[name], 1)

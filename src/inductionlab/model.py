@@ -6,6 +6,7 @@ Shapes (row-vector convention, as in TransformerLens):
     W_Q, W_K, W_V [L, H, D, d]
     W_O [L, H, d, D]
     pos [T, d]        positional table added to queries and keys after projection
+                      (a fixed buffer for the sinusoidal forms, a parameter for ``learned``)
     smear_alpha[l]    [H, T-1] (per position) or [H, 1] (per head), for smeared layers
 
 There is no LayerNorm, MLP or bias. The positional table enters only the
@@ -25,7 +26,7 @@ from torch import nn
 
 from .seeding import generator
 
-POS_ENCODINGS = ("original", "standard")
+POS_ENCODINGS = ("original", "standard", "learned")
 SMEAR_FORMS = ("per_position", "per_head")
 
 
@@ -82,12 +83,13 @@ def sinusoidal_table(seq_len: int, d: int, form: str = "original") -> torch.Tens
     index j; sin on even j, cos on odd j; row 0 is zero.
     ``standard``: angle = pos / 10000^(2i/d) for the pair index i = j // 2;
     sin on even j, cos on odd j; row 0 included.
+    ``learned``: the ``standard`` table, as the starting point of a trained table.
     """
     pos = torch.arange(seq_len, dtype=torch.float64)[:, None]
     j = torch.arange(d, dtype=torch.float64)[None, :]
     if form == "original":
         exponent = 2 * j / d
-    elif form == "standard":
+    elif form in ("standard", "learned"):
         exponent = 2 * torch.div(j, 2, rounding_mode="floor") / d
     else:
         raise ValueError(f"pos_encoding={form!r}; allowed: {POS_ENCODINGS}")
@@ -188,7 +190,11 @@ class AttentionOnlyTransformer(nn.Module):
         self.smear_alpha = nn.ParameterDict(
             {str(l): nn.Parameter(torch.ones(H, alpha_len)) for l in cfg.smear_layers}
         )
-        self.register_buffer("pos", sinusoidal_table(T, d, cfg.pos_encoding), persistent=True)
+        table = sinusoidal_table(T, d, cfg.pos_encoding)
+        if cfg.pos_encoding == "learned":  # trained like every weight (and weight-decayed)
+            self.pos = nn.Parameter(table)
+        else:
+            self.register_buffer("pos", table, persistent=True)
         # fan_in of the equivalent nn.Linear: one-hot input (V) for the embedding,
         # D for Q/K/V and the unembedding, H*d = D for the output projection.
         _uniform_(self.W_E, V, gen)
