@@ -21,6 +21,6 @@ def tiny_spec(variant="two_layer", seed=0, steps=30, **model):
         "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
         "model": model,
         "train": {"steps": steps, "batch_size": 32, "lr": 1e-3, "weight_decay": 1.0,
-                  "eval_every": 10, "val_size": 64, "val_seed": 7, "n_checkpoints": 6,
-                  "device": "cpu"},
+                  "eval_every": 10, "val_size": 64, "val_seed": 7, "n_checkpoints": 6},
+        "device": "cpu",
     }

@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from conftest import tiny_spec
-from inductionlab.train import (TrainingDiverged, checkpoint_steps, eval_steps, load_model,
-                                train)
+from inductionlab.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
+                                load_model, train, train_stacked)
+from inductionlab.model import ModelConfig, build_model
 
 
 def _weights(path):
@@ -56,3 +57,44 @@ def test_checkpoint_schedule():
     assert sum(s >= 5000 for s in steps) >= 8  # regular later
     assert checkpoint_steps(5, 40) == [0, 1, 2, 3, 4, 5]
     assert eval_steps(25, 10) == [0, 10, 20, 25]
+
+
+@pytest.mark.parametrize("model", [{}, {"n_layers": 1, "smear_layers": [0]},
+                                   {"n_layers": 1, "pos_encoding": "learned"}])
+def test_stacked_training_equals_training_each_seed_alone(tmp_path, model):
+    seeds = [0, 3, 5]
+    specs = [tiny_spec(seed=s, steps=30, **model) for s in seeds]
+    train_stacked(specs, [tmp_path / f"stacked{s}" for s in seeds])
+    for spec, s in zip(specs, seeds):
+        train(spec, tmp_path / f"alone{s}")
+        stacked, alone = _weights(tmp_path / f"stacked{s}/model.pt"), _weights(tmp_path / f"alone{s}/model.pt")
+        assert stacked.keys() == alone.keys()
+        for name in alone:
+            assert torch.allclose(stacked[name], alone[name], rtol=1e-4, atol=1e-5), (s, name)
+        log_s, log_a = (pd.read_csv(tmp_path / f"{kind}{s}/train_log.csv") for kind in ("stacked", "alone"))
+        assert log_s["seed"].tolist() == [s] * 4
+        numeric = ["train_loss", "val_loss_all", "val_loss_pred", "val_acc_pred", "val_loss_pos22"]
+        pd.testing.assert_frame_equal(log_s[numeric], log_a[numeric], rtol=1e-4)
+        ckpts = sorted(p.name for p in (tmp_path / f"stacked{s}/checkpoints").iterdir())
+        assert ckpts == sorted(p.name for p in (tmp_path / f"alone{s}/checkpoints").iterdir())
+    # different seeds really are different models in the stack
+    a, b = (_weights(tmp_path / f"stacked{s}/model.pt") for s in seeds[:2])
+    assert not torch.allclose(a["W_E"], b["W_E"])
+
+
+def test_stacked_model_runs_each_member_on_its_own_batch():
+    cfg = ModelConfig(n_layers=2, smear_layers=(1,))
+    models = [build_model(cfg, s) for s in (1, 2)]
+    stack = StackedModels(models)
+    assert stack.weights["W_Q"].shape == (2, *models[0].W_Q.shape)
+    tokens = torch.randint(0, 26, (2, 5, 24), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logits = stack(tokens)
+        for i, m in enumerate(models):
+            assert torch.allclose(logits[i], m(tokens[i]), atol=1e-5)
+            assert torch.equal(stack.member(i).W_E, m.W_E)
+
+
+def test_stacked_training_refuses_specs_that_differ_beyond_the_seed(tmp_path):
+    with pytest.raises(ValueError, match="differ only in their seed"):
+        train_stacked([tiny_spec(seed=0), tiny_spec(seed=1, n_layers=1)], [tmp_path / "a", tmp_path / "b"])

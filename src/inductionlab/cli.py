@@ -13,6 +13,14 @@ def _cmd_train(args) -> None:
     train(read_spec(args.spec), args.out_dir, threads=args.threads)
 
 
+def _cmd_train_stacked(args) -> None:
+    from .spec import read_spec
+    from .train import train_stacked
+
+    train_stacked([read_spec(p) for p in args.specs], [p.parent for p in args.specs],
+                  threads=args.threads)
+
+
 def _cmd_extract_weights(args) -> None:
     from .train import load_model
     from .weights import save_weights
@@ -170,6 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_dir", type=Path, help="folder for model.pt, train_log.csv, checkpoints/")
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("train-stacked", help="train several seeds of one spec as one stacked model")
+    p.add_argument("specs", type=Path, nargs="+",
+                   help="spec.json files differing only in their seed; each model's outputs "
+                   "go to its spec's folder")
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=_cmd_train_stacked)
 
     p = sub.add_parser("extract-weights", help="write weights.npz from model.pt")
     p.add_argument("model", type=Path)

@@ -22,6 +22,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .seeding import generator
@@ -178,6 +179,8 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
+        # Use the fused attention kernel where no pattern is needed (see ``_run``).
+        self.fused_attention = True
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
         self.W_E = nn.Parameter(torch.empty(V, D))
@@ -210,7 +213,28 @@ class AttentionOnlyTransformer(nn.Module):
         H, D, d = w.shape
         return (x @ w.permute(1, 0, 2).reshape(D, H * d)).view(*x.shape[:2], H, d).transpose(1, 2)
 
-    def _run(self, tokens: torch.Tensor, intervention: Intervention, per_head: bool):
+    def _qkv(self, layer: int, x_q, x_k, x_v, cache: Cache):
+        """Queries, keys and values [B, H, T, d] of one layer (before positions and smearing).
+
+        When all three read the same stream they come from one matmul; when that stream
+        is the embedding, from a gather of the [V, 3 H d] product (the same numbers,
+        without a [B T, D] x [D, 3 H d] product in the forward and backward pass).
+        """
+        if not (x_q is x_k is x_v):
+            return (self._project(x_q, self.W_Q[layer]), self._project(x_k, self.W_K[layer]),
+                    self._project(x_v, self.W_V[layer]))
+        H, D, d = self.W_Q.shape[1:]
+        w = torch.cat([self.W_Q[layer], self.W_K[layer], self.W_V[layer]])  # [3H, D, d]
+        w = w.permute(1, 0, 2).reshape(D, 3 * H * d)
+        if x_q is cache.resid[0]:
+            qkv = (self.W_E @ w)[cache.tokens]
+        else:
+            qkv = x_q @ w
+        B, T = cache.tokens.shape
+        return qkv.view(B, T, 3 * H, d).transpose(1, 2).split(H, dim=1)
+
+    def _run(self, tokens: torch.Tensor, intervention: Intervention, per_head: bool,
+             keep_pattern: bool = True):
         cfg = self.cfg
         B, T = tokens.shape
         if T > cfg.seq_len:
@@ -220,18 +244,23 @@ class AttentionOnlyTransformer(nn.Module):
         pos = self.pos[:T]
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
+        # The fused kernel never forms the pattern; it pays off in training, where its
+        # backward pass is cheaper than the explicit softmax's.
+        fused = (self.fused_attention and not keep_pattern and torch.is_grad_enabled()
+                 and type(intervention).pattern is Intervention.pattern)
         for l in range(cfg.n_layers):
-            x_q, x_k, x_v = intervention.layer_inputs(l, cache)
-            q = self._project(x_q, self.W_Q[l]) + pos
-            k = self._project(x_k, self.W_K[l])
-            v = self._project(x_v, self.W_V[l])
+            q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
+            q = q + pos
             if str(l) in self.smear_alpha and intervention.use_smear(l):
                 k = smear_keys(k, self.smear_alpha[str(l)])
             k = k + pos
-            scores = (q @ k.transpose(-1, -2)) * scale + mask
-            pattern = intervention.pattern(l, torch.softmax(scores, dim=-1))
-            z = pattern @ v  # [B, H, T, d]
-            cache.pattern.append(pattern)
+            if fused:
+                z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+            else:
+                scores = (q @ k.transpose(-1, -2)) * scale + mask
+                pattern = intervention.pattern(l, torch.softmax(scores, dim=-1))
+                z = pattern @ v  # [B, H, T, d]
+                cache.pattern.append(pattern)
             if per_head:
                 head_out = intervention.head_out(l, torch.einsum("bhtd,hdD->bhtD", z, self.W_O[l]))
                 cache.head_out.append(head_out)
@@ -249,7 +278,7 @@ class AttentionOnlyTransformer(nn.Module):
         """Logits [B, T, V]. Per-head outputs are formed only when an intervention needs them."""
         per_head = (intervention.needs_head_out
                     or type(intervention).head_out is not Intervention.head_out)
-        return self._run(tokens, intervention, per_head)[0]
+        return self._run(tokens, intervention, per_head, keep_pattern=False)[0]
 
 
 def build_model(cfg: ModelConfig, seed: int) -> AttentionOnlyTransformer:

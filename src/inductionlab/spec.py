@@ -23,6 +23,7 @@ def make_spec(config: dict, variant: str, seed: int) -> dict:
         "task": dict(config["task"]),
         "model": dict(config["variants"][variant]),
         "train": dict(config["train"]),
+        "device": config.get("device", "cpu"),
     }
 
 

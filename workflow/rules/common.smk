@@ -146,6 +146,7 @@ def report_manifest_json(wildcards):
         "seeds": SEEDS,
         "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
         "scorecard": f"{RESULTS}/tables/scorecard.csv",
+        "train_log": aggregated_table("train_log"),
         "headline": {
             "path": aggregated_table("behaviour", summary=True),
             "spread": {"index": ["variant"],

@@ -24,25 +24,66 @@ rule model_spec:
         write_spec(output[0], json.loads(params.spec))
 
 
-rule train:
-    input:
-        model_file("spec.json"),
-    output:
-        model=model_file("model.pt"),
-        log_csv=model_file("train_log.csv"),
-        checkpoints=directory(model_file("checkpoints")),
-    params:
-        out_dir=lambda wildcards, output: os.path.dirname(output.model),
-    log:
-        "logs/train/{variant}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/train/{variant}/seed{seed}.tsv"
-    threads: config["train"]["threads"]
-    resources:
-        mem_mb=config["train"]["mem_mb"],
-        runtime=config["train"]["runtime_min"],
-    shell:
-        "inductionlab train {input} {params.out_dir} --threads {threads} > {log} 2>&1"
+def train_resources(n_seeds=1):
+    """Cluster requests of one training job (a GPU when the device is CUDA)."""
+    res = {"mem_mb": config["train"]["mem_mb"] * n_seeds,
+           "runtime": config["train"]["runtime_min"] * n_seeds}
+    if config["device"] == "cuda":
+        res["gpu"] = 1
+    return res
+
+
+SEEDS_PER_JOB = config["train"]["seeds_per_job"]
+
+if SEEDS_PER_JOB == 1:
+
+    rule train:
+        input:
+            model_file("spec.json"),
+        output:
+            model=model_file("model.pt"),
+            log_csv=model_file("train_log.csv"),
+            checkpoints=directory(model_file("checkpoints")),
+        params:
+            out_dir=lambda wildcards, output: os.path.dirname(output.model),
+        log:
+            "logs/train/{variant}/seed{seed}.log",
+        benchmark:
+            "results/benchmarks/train/{variant}/seed{seed}.tsv"
+        threads: config["train"]["threads"]
+        resources:
+            **train_resources(),
+        shell:
+            "inductionlab train {input} {params.out_dir} --threads {threads} > {log} 2>&1"
+
+else:
+    # Seeds of a variant in groups of `seeds_per_job`, each group one stacked model in
+    # one job: one rule per (variant, group), since a rule's outputs share its wildcards.
+    for _variant in VARIANTS:
+        for _group in [SEEDS[i : i + SEEDS_PER_JOB] for i in range(0, len(SEEDS), SEEDS_PER_JOB)]:
+            _files = lambda name, v=_variant, g=_group: [
+                f"{RESULTS}/{v}/seed{s}/{name}" for s in g
+            ]
+            _tag = f"{_variant}/seeds{'-'.join(map(str, _group))}"
+
+            rule:
+                name:
+                    f"train_{_variant}_seeds{'_'.join(map(str, _group))}"
+                input:
+                    _files("spec.json"),
+                output:
+                    models=_files("model.pt"),
+                    log_csvs=_files("train_log.csv"),
+                    checkpoints=[directory(p) for p in _files("checkpoints")],
+                log:
+                    f"logs/train/{_tag}.log",
+                benchmark:
+                    f"results/benchmarks/train/{_tag}.tsv"
+                threads: config["train"]["threads"]
+                resources:
+                    **train_resources(len(_group)),
+                shell:
+                    "inductionlab train-stacked {input} --threads {threads} > {log} 2>&1"
 
 
 rule extract_weights:

@@ -41,6 +41,18 @@ def versions() -> dict[str, str]:
     return out
 
 
+def training_environment(train_log_path) -> dict[str, str]:
+    """Devices and torch versions the models were trained with (from the stacked train logs)."""
+    if not train_log_path or not Path(train_log_path).is_file():
+        return {}
+    log = pd.read_csv(train_log_path)
+    out = {}
+    for column, label in (("device", "Training device"), ("torch", "Training torch")):
+        if column in log:
+            out[label] = ", ".join(sorted(log[column].dropna().astype(str).unique()))
+    return out
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -80,7 +92,7 @@ def build_html(manifest: dict) -> str:
     return env.get_template("report.html.j2").render(
         manifest=manifest, chapters=chapters, study=study, scorecard=scorecard,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
-        versions=versions(), date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        versions=versions(), training=training_environment(manifest.get("train_log")), date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         css=(HERE / "report.css").read_text(),
     )
 
