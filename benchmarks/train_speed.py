@@ -1,54 +1,176 @@
-"""Training throughput and memory per variant: prints measured figures, asserts nothing.
+"""Training speed: the project's step against a plain PyTorch loop of the same shapes.
 
-    python benchmarks/train_speed.py [--steps 200] [--threads 1] [--batch 256]
+    python benchmarks/train_speed.py [--steps 40] [--rounds 7] [--threads 1] [--stack 5] [--compile]
 
-Times optimisation steps (forward, backward, AdamW) on fresh batches after a short
-warm-up, for each default variant, and the peak resident memory of the process.
+For every default variant, times in alternating blocks (so that load from other
+processes hits both alike) and prints the median ms per step of:
+
+- plain:   a minimal training loop written here: per-layer nn.Linear projections,
+           heads split by view, an explicit masked softmax, ``loss.item()`` every step;
+- project: the pipeline's training step (``AttentionOnlyTransformer`` + ``train_step``);
+- stacked: ``--stack`` seeds trained as one ``StackedModels``, time per seed;
+- compiled (with ``--compile``): the project's step under ``torch.compile``, and its
+  compile time, to show whether compiling pays for 10,000 steps.
+
+Every timed step includes sampling the batch. The ratio project / plain is the figure
+of merit (lower is faster). Asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import resource
+import statistics
 import time
+import warnings
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from inductionlab.data import TaskConfig, sample_sequences
 from inductionlab.metrics import mean_loss
-from inductionlab.model import ModelConfig, build_model
+from inductionlab.model import ModelConfig, build_model, sinusoidal_table
 from inductionlab.seeding import generator
+from inductionlab.train import StackedModels, per_seed_loss, train_step
 
 VARIANTS = {
     "one_layer": ModelConfig(n_layers=1),
     "one_layer_smeared": ModelConfig(n_layers=1, smear_layers=(0,)),
     "two_layer": ModelConfig(n_layers=2),
 }
+STEPS_PER_RUN = 10_000
+
+
+class PlainLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, smeared: bool):
+        super().__init__()
+        D = cfg.d_model
+        self.q, self.k, self.v, self.o = (nn.Linear(D, D, bias=False) for _ in range(4))
+        self.alpha = nn.Parameter(torch.ones(cfg.n_heads, cfg.seq_len - 1)) if smeared else None
+        self.h = cfg.n_heads
+
+    def forward(self, x, pos):
+        B, T, D = x.shape
+        split = lambda t: t.view(B, T, self.h, D // self.h).transpose(1, 2)  # noqa: E731
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        if self.alpha is not None:
+            s = torch.sigmoid(self.alpha)[None, :, : T - 1, None]
+            k = torch.cat([k[:, :, :1], s * k[:, :, 1:] + (1 - s) * k[:, :, :-1]], dim=2)
+        q, k = q + pos, k + pos
+        scores = q @ k.transpose(-1, -2) / math.sqrt(D // self.h)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        attn = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        return x + self.o((attn @ v).transpose(1, 2).reshape(B, T, D))
+
+
+class PlainModel(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(PlainLayer(cfg, l in cfg.smear_layers) for l in range(cfg.n_layers))
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.register_buffer("pos", sinusoidal_table(cfg.seq_len, cfg.d_head, cfg.pos_encoding))
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x, self.pos[: tokens.shape[1]])
+        return self.unembed(x)
+
+
+def plain_step(model, opt, task, gen, batch):
+    tokens = sample_sequences(batch, task, gen)
+    logits = model(tokens)
+    loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def project_step(model, opt, task, gen, batch):
+    tokens = sample_sequences(batch, task, gen)
+    return train_step(mean_loss(model(tokens), tokens), opt)
+
+
+def stacked_step(stack, opt, task, gens, batch):
+    tokens = torch.stack([sample_sequences(batch, task, g) for g in gens])
+    return train_step(per_seed_loss(stack(tokens), tokens).sum(), opt)
+
+
+def adamw(params):
+    return torch.optim.AdamW(params, lr=1e-3, weight_decay=1.0)
+
+
+def timed(step, n: int) -> float:
+    """Seconds per call of ``step`` over ``n`` calls."""
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - start) / n
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=40, help="steps per timed block")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating blocks per method")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--stack", type=int, default=5, help="seeds per stacked model (0: skip)")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore", message=".*batching rule.*")
     task = TaskConfig()
-    print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, {args.steps} steps")
+    print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, "
+          f"median of {args.rounds} blocks of {args.steps} steps, ms per step (per seed when stacked)")
+    header = f"{'variant':20s} {'plain':>8s} {'project':>8s} {'ratio':>6s}"
+    if args.stack:
+        header += f" {'stacked':>8s} {'ratio':>6s}"
+    print(header)
     for name, cfg in VARIANTS.items():
-        model = build_model(cfg, 0)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0)
         gen = generator(0, "benchmark")
-        for warm in range(args.steps + 10):
-            if warm == 10:
-                start = time.perf_counter()
-            tokens = sample_sequences(args.batch, task, gen)
-            loss = mean_loss(model(tokens), tokens)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-        per_step = (time.perf_counter() - start) / args.steps
-        print(f"{name:20s} {per_step * 1e3:7.2f} ms/step  {1 / per_step:7.1f} steps/s  "
-              f"10,000 steps ≈ {per_step * 10000 / 60:5.1f} min")
+        plain = PlainModel(cfg)
+        plain_opt = adamw(plain.parameters())
+        model = build_model(cfg, 0)
+        opt = adamw(model.parameters())
+        methods = {"plain": lambda: plain_step(plain, plain_opt, task, gen, args.batch),
+                   "project": lambda: project_step(model, opt, task, gen, args.batch)}
+        per_call = {"plain": 1, "project": 1}
+        if args.stack:
+            stack = StackedModels([build_model(cfg, s) for s in range(args.stack)])
+            stack_opt = adamw(stack.parameters())
+            gens = [generator(s, "benchmark") for s in range(args.stack)]
+            methods["stacked"] = lambda: stacked_step(stack, stack_opt, task, gens, args.batch)
+            per_call["stacked"] = args.stack
+        times = {m: [] for m in methods}
+        for m, step in methods.items():  # warm-up
+            timed(step, 3)
+        for _ in range(args.rounds):
+            for m, step in methods.items():
+                n = max(1, args.steps // per_call[m])
+                times[m].append(timed(step, n) / per_call[m] * 1e3)
+        med = {m: statistics.median(t) for m, t in times.items()}
+        line = f"{name:20s} {med['plain']:8.2f} {med['project']:8.2f} {med['project'] / med['plain']:6.2f}"
+        if args.stack:
+            line += f" {med['stacked']:8.2f} {med['stacked'] / med['plain']:6.2f}"
+        print(line, flush=True)
+        if args.compile:
+            compiled_model = build_model(cfg, 0)
+            copt = adamw(compiled_model.parameters())
+            loss_fn = torch.compile(lambda t: mean_loss(compiled_model(t), t))
+
+            def compiled_step():
+                tokens = sample_sequences(args.batch, task, gen)
+                return train_step(loss_fn(tokens), copt)
+
+            compile_s = timed(compiled_step, 1)
+            timed(compiled_step, 3)
+            ms = statistics.median(timed(compiled_step, args.steps) * 1e3 for _ in range(args.rounds))
+            saved_s = (med["project"] - ms) * STEPS_PER_RUN / 1e3
+            print(f"{'':20s} compiled {ms:8.2f} ms/step after {compile_s:.0f} s of compiling: "
+                  f"{saved_s - compile_s:+.0f} s over {STEPS_PER_RUN:,} steps", flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak_mb:.0f} MB")
 

@@ -167,6 +167,26 @@ class Intervention:
 
 NO_INTERVENTION = Intervention()
 
+ATTENTION_FORMS = ("explicit", "sdpa", "broadcast")
+
+
+def unweighted_attention(q, k, v, scale: float, mask: torch.Tensor, form: str) -> torch.Tensor:
+    """softmax(q kᵀ scale + mask) v [B, H, T, d] without keeping the pattern.
+
+    ``sdpa``: PyTorch's fused kernel (its backward pass never forms the pattern).
+    ``broadcast``: the products written as broadcasts and sums, which ``torch.compile``
+    fuses into loops over the 8-dim heads instead of a thousand tiny matrix products.
+    ``explicit``: the pattern as a tensor, as :meth:`AttentionOnlyTransformer.run_with_cache`.
+    """
+    if form == "sdpa":
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    if form == "broadcast":
+        scores = (q[:, :, :, None, :] * k[:, :, None, :, :]).sum(-1) * scale + mask
+        return (torch.softmax(scores, dim=-1)[..., None] * v[:, :, None, :, :]).sum(-2)
+    if form == "explicit":
+        return torch.softmax((q @ k.transpose(-1, -2)) * scale + mask, dim=-1) @ v
+    raise ValueError(f"attention form {form!r}; allowed: {ATTENTION_FORMS}")
+
 
 def _uniform_(param: torch.Tensor, fan_in: int, gen: torch.Generator | None) -> None:
     """``nn.Linear``'s default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
@@ -179,8 +199,8 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
-        # Use the fused attention kernel where no pattern is needed (see ``_run``).
-        self.fused_attention = True
+        # How attention is computed where no pattern is kept: see ``unweighted_attention``.
+        self.attention_form = "sdpa"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
         self.W_E = nn.Parameter(torch.empty(V, D))
@@ -244,18 +264,18 @@ class AttentionOnlyTransformer(nn.Module):
         pos = self.pos[:T]
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
-        # The fused kernel never forms the pattern; it pays off in training, where its
-        # backward pass is cheaper than the explicit softmax's.
-        fused = (self.fused_attention and not keep_pattern and torch.is_grad_enabled()
-                 and type(intervention).pattern is Intervention.pattern)
+        # Without a pattern to keep or edit, training takes ``attention_form``; evaluation
+        # (no gradient) keeps the explicit form, the fastest without a backward pass.
+        unweighted = (not keep_pattern and torch.is_grad_enabled()
+                      and type(intervention).pattern is Intervention.pattern)
         for l in range(cfg.n_layers):
             q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
             q = q + pos
             if str(l) in self.smear_alpha and intervention.use_smear(l):
                 k = smear_keys(k, self.smear_alpha[str(l)])
             k = k + pos
-            if fused:
-                z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+            if unweighted:
+                z = unweighted_attention(q, k, v, scale, mask, self.attention_form)
             else:
                 scores = (q @ k.transpose(-1, -2)) * scale + mask
                 pattern = intervention.pattern(l, torch.softmax(scores, dim=-1))

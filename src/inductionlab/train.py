@@ -131,6 +131,49 @@ def _setup(spec: dict, threads: int, log):
     return log, device, val
 
 
+# Below this many steps compiling costs more than it saves (about 20-40 s of compiling
+# against ~10-20 ms saved per step on a CPU; see benchmarks/train_speed.py --compile).
+COMPILE_MIN_STEPS = 2000
+COMPILED_ATTENTION = "broadcast"
+
+
+def should_compile(setting: str, steps: int, device: torch.device) -> bool:
+    """``train.compile``: always, never, or auto (on a CPU, for runs long enough to pay)."""
+    if setting == "auto":
+        return device.type == "cpu" and steps >= COMPILE_MIN_STEPS
+    return setting == "always"
+
+
+def loss_function(model, compiled: bool, log):
+    """tokens -> mean training loss of ``model``, compiled with torch.compile if asked.
+
+    Compiling needs a C++ compiler; if the first compiled call fails, the eager
+    function is used instead (and said so in the log).
+    """
+    def eager(tokens):
+        return mean_loss(model(tokens), tokens)
+
+    if not compiled:
+        return eager
+    model.attention_form = COMPILED_ATTENTION
+    compiled_fn = torch.compile(eager)
+    state = {"fn": None}
+
+    def first_call_decides(tokens):
+        if state["fn"] is None:
+            try:
+                loss = compiled_fn(tokens)
+                state["fn"] = compiled_fn
+                return loss
+            except Exception as err:  # noqa: BLE001 - any compiler failure means eager
+                log(f"torch.compile failed ({type(err).__name__}: {str(err)[:200]}); training eagerly")
+                model.attention_form = "sdpa"
+                state["fn"] = eager
+        return state["fn"](tokens)
+
+    return first_call_decides
+
+
 def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
     """Train the model described by ``spec`` and write its outputs to ``out_dir``.
 
@@ -144,8 +187,11 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
     model = build_model(model_config(spec), seed).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], weight_decay=tcfg["weight_decay"])
     batch_gen = generator(seed, "train-batches")
+    compiled = should_compile(tcfg.get("compile", "auto"), int(tcfg["steps"]), device)
+    loss_fn = loss_function(model, compiled, log)
     log(f"[{spec['variant']} seed {seed}] {model.n_params()} parameters, {tcfg['steps']} steps, "
-        f"batch {tcfg['batch_size']}, device {device}, {torch.get_num_threads()} thread(s)")
+        f"batch {tcfg['batch_size']}, device {device}, {torch.get_num_threads()} thread(s)"
+        f"{', compiled' if compiled else ''}")
     start, train_loss = time.perf_counter(), None
     with atomic.atomic_dir(Path(out_dir) / "checkpoints") as ckpt_dir:
         run = _SeedRun(spec, out_dir, ckpt_dir, val, log)
@@ -154,7 +200,7 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
             if step == run.steps:
                 break
             tokens = sample_sequences(tcfg["batch_size"], task, batch_gen).to(device)
-            train_loss = train_step(mean_loss(model(tokens), tokens), opt)
+            train_loss = train_step(loss_fn(tokens), opt)
     last = run.finish(model)
     log(f"[{run.name}] done in {time.perf_counter() - start:.1f}s")
     return last
@@ -178,7 +224,7 @@ class StackedModels(nn.Module):
         template = copy.deepcopy(models[0]).to("meta")
         # Under vmap the fused kernel falls back to one call per seed; the explicit
         # softmax batches over seeds.
-        template.fused_attention = False
+        template.attention_form = "explicit"
         self._template = (template,)  # a weightless module, not a submodule
         self.k = len(models)
 
