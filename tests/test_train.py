@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from conftest import tiny_spec
+from inductionlab.metrics import mean_loss
 from inductionlab.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
-                                load_model, train, train_stacked)
+                                load_model, loss_function, should_compile, train, train_stacked)
 from inductionlab.model import ModelConfig, build_model
 
 
@@ -98,3 +99,35 @@ def test_stacked_model_runs_each_member_on_its_own_batch():
 def test_stacked_training_refuses_specs_that_differ_beyond_the_seed(tmp_path):
     with pytest.raises(ValueError, match="differ only in their seed"):
         train_stacked([tiny_spec(seed=0), tiny_spec(seed=1, n_layers=1)], [tmp_path / "a", tmp_path / "b"])
+
+
+def test_compile_only_where_it_pays():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert should_compile("auto", 10_000, cpu) and not should_compile("auto", 100, cpu)
+    assert not should_compile("auto", 10_000, cuda)
+    assert should_compile("always", 10, cpu) and not should_compile("never", 10_000, cpu)
+
+
+def test_failed_compile_falls_back_to_eager(monkeypatch):
+    def broken_compile(fn):
+        def fail(*args):
+            raise RuntimeError("no C++ compiler")
+        return fail
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    model, said = build_model(ModelConfig(), 0), []
+    loss_fn = loss_function(model, compiled=True, log=said.append)
+    tokens = torch.randint(0, 26, (4, 24), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(loss_fn(tokens), mean_loss(model(tokens), tokens))
+    assert "training eagerly" in said[0] and model.attention_form == "sdpa"
+
+
+def test_compiled_training_follows_eager_training(tmp_path):
+    spec = tiny_spec(steps=20, n_layers=1, smear_layers=[0])
+    runs = {}
+    for setting in ("always", "never"):
+        spec["train"]["compile"] = setting
+        train(spec, tmp_path / setting)
+        runs[setting] = _weights(tmp_path / setting / "model.pt")
+    for name, value in runs["never"].items():
+        assert torch.allclose(runs["always"][name], value, atol=1e-5), name
