@@ -89,3 +89,15 @@ def test_head_roles_follow_the_thresholds(scores, roles):
     assert head_roles(scores, THRESHOLDS) == roles
     stricter = {**THRESHOLDS, "period_min": 0.9, "previous_token_min": 0.95}
     assert "period" not in head_roles(scores, stricter) and "induction" not in head_roles(scores, stricter)
+
+
+def test_copying_score_equals_its_definition_on_random_heads():
+    g = torch.Generator().manual_seed(3)
+    B, H, T, D, V = 5, 3, 7, 6, 11
+    pattern = torch.softmax(torch.randn(B, H, T, T, generator=g), -1)
+    head_out, W_U = torch.randn(B, H, T, D, generator=g), torch.randn(D, V, generator=g)
+    tokens = torch.randint(0, V, (B, T), generator=g)
+    logits = head_out @ W_U  # the definition: z-scores over the vocabulary, attention-weighted
+    z = (logits - logits.mean(-1, keepdim=True)) / logits.std(-1, keepdim=True)
+    expected = (pattern * z.gather(-1, tokens[:, None, None, :].expand(B, H, T, T))).sum(-1).mean((0, 2))
+    assert torch.allclose(copying_score(pattern, head_out, W_U, tokens), expected, atol=1e-5)

@@ -88,13 +88,19 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     standardised over the vocabulary (z-scores); the score is the attention-weighted
     z-score of the attended tokens, mean over queries. Positive: copying; negative:
     anti-copying; about 0: neither.
+
+    The mean and standard deviation over the vocabulary and the attention-weighted
+    logit come from [D]-sized products, without forming the [B, H, T, V] logits:
+    mean = out·ū, var = outᵀ C out with C the (V-1)-normalised covariance of W_U's
+    columns, weighted logit = out·(Σ_j A_ij W_U[:, t_j]); the weights sum to 1.
     """
-    logits = head_out @ W_U  # [B, H, T, V]
-    z = (logits - logits.mean(-1, keepdim=True)) / logits.std(-1, keepdim=True).clamp_min(1e-12)
-    B, H, T, _ = z.shape
-    idx = tokens[:, None, None, :].expand(B, H, T, T)
-    z_attended = z.gather(-1, idx)  # z of token j at query i: [B, H, T, T]
-    return (pattern * z_attended).sum(-1).mean(dim=(0, 2))
+    V = W_U.shape[1]
+    centred = W_U - W_U.mean(1, keepdim=True)  # [D, V]
+    mean = head_out @ W_U.mean(1)  # [B, H, T]
+    var = ((head_out @ (centred @ centred.T / (V - 1))) * head_out).sum(-1)
+    attended = pattern @ W_U.T[tokens][:, None]  # Σ_j A_ij W_U[:, t_j]: [B, H, T, D]
+    weighted = (attended * head_out).sum(-1)  # [B, H, T]
+    return ((weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)).mean(dim=(0, 2))
 
 
 def head_roles(scores: dict[str, float], thresholds: dict) -> list[str]:
@@ -128,18 +134,20 @@ def head_roles(scores: dict[str, float], thresholds: dict) -> list[str]:
 
 @torch.no_grad()
 def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor, block_len: int,
-                     local_window: int, intervention=None):
+                     local_window: int, intervention=None, return_logits: bool = False):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
     ``tokens``: task sequences (previous-token, period, local and copying scores);
     ``distinct_tokens``: task sequences whose blocks have distinct letters
     (prefix matching). Returns (frame with columns layer, head, previous_token,
-    period, prefix_matching, local, copying; list of [H, T, T] mean patterns).
+    period, prefix_matching, local, copying; list of [H, T, T] mean patterns), and
+    with ``return_logits`` also the logits on ``tokens`` (so that callers need no
+    second forward pass).
     """
     from .model import NO_INTERVENTION
 
     intervention = intervention or NO_INTERVENTION
-    _, cache = model.run_with_cache(tokens, intervention)
+    logits, cache = model.run_with_cache(tokens, intervention)
     _, distinct = model.run_with_cache(distinct_tokens, intervention)
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
@@ -153,4 +161,6 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
         for h in range(pattern.shape[1]):
             rows.append({"layer": l, "head": h, **{k: v[h].item() for k, v in scores.items()}})
         means.append(mean_pattern(pattern))
+    if return_logits:
+        return pd.DataFrame(rows), means, logits
     return pd.DataFrame(rows), means

@@ -53,14 +53,14 @@ def expected_completion(prompt: str, task: TaskConfig) -> str | None:
 def greedy_complete(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
     """Greedy decoding of equal-length prompts [B, P] to ``length`` tokens: [B, length].
 
-    The growing sequence is padded to ``length`` and the whole buffer run each step;
-    causality makes the padding invisible to the positions read.
+    Each step runs the sequence so far: the model is causal, so the last position's
+    prediction is all that a longer run would add.
     """
     B, P = prompts.shape
     seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
     seq[:, :P] = prompts
     for t in range(P, length):
-        seq[:, t] = model(seq)[:, t - 1].argmax(-1)
+        seq[:, t] = model(seq[:, :t])[:, -1].argmax(-1)
     return seq
 
 
@@ -227,12 +227,13 @@ def icl_score(loss_pos: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def model_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict:
+def model_summary(model, tokens: torch.Tensor, task: TaskConfig, logits=None) -> dict:
     """Headline numbers of a model on ``tokens``: loss_all, loss_pred, acc_pred,
-    icl_score and loss_pos (the per-prediction loss, a list of T - 1 values)."""
+    icl_score and loss_pos (the per-prediction loss, a list of T - 1 values).
+    ``logits``: the model's logits on ``tokens`` if already computed."""
     from .metrics import task_metrics
 
-    metrics = task_metrics(model(tokens), tokens, task)
+    metrics = task_metrics(model(tokens) if logits is None else logits, tokens, task)
     return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
             "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"])),
             "loss_pos": metrics["loss_pos"]}
@@ -273,8 +274,8 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
 
     log(f"[{variant} seed {seed}] scoring heads on {settings['n_sequences']} sequences")
     tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
-    scores, means = head_score_table(model, tokens, distinct, task.block_len,
-                                     settings["roles"]["local_window"])
+    scores, means, logits = head_score_table(model, tokens, distinct, task.block_len,
+                                             settings["roles"]["local_window"], return_logits=True)
     scores["roles"] = ["+".join(head_roles(row, settings["roles"])) or "none"
                        for row in scores.to_dict("records")]
 
@@ -287,7 +288,7 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
         _, prompt_cache = model.run_with_cache(completed)
 
     log(f"[{variant} seed {seed}] random prompts and failure modes")
-    summary = model_summary(model, tokens, task)
+    summary = model_summary(model, tokens, task, logits=logits)
     summary.update({f"loss_pos{i}": v for i, v in enumerate(summary.pop("loss_pos"))})
     summary.update(random_prompt_summary(model, task, settings["n_random_prompts"],
                                          settings["random_prompt_lengths"], settings["eval_seed"]))

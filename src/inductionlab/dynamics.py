@@ -124,14 +124,14 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     def add(metric, value, layer=-1, head=-1, position=-1):
         rows.append((metric, int(layer), int(head), int(position), float(value)))
 
-    # as in behaviour.write_behaviour (behaviour.csv)
-    metrics = model_summary(model, tokens, task)
+    # as in behaviour.write_behaviour (head_scores.csv and behaviour.csv)
+    scores, _, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
+                                         return_logits=True)
+    metrics = model_summary(model, tokens, task, logits=logits)
     for name in SCALAR_METRICS:
         add(name, metrics[name])
     for i, v in enumerate(metrics["loss_pos"]):
         add("loss_pos", v, position=i)
-    # as in behaviour.write_behaviour (head_scores.csv)
-    scores, _ = head_score_table(model, tokens, distinct, task.block_len, local_window)
     for r in scores.to_dict("records"):
         for name in HEAD_SCORES:
             add(name, r[name], r["layer"], r["head"])
