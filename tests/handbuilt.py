@@ -37,8 +37,8 @@ class ShiftCopyModel(AttentionOnlyTransformer):
             self.W_K.zero_()
         self.fixed = FixedShift(shift)
 
-    def _run(self, tokens, intervention, per_head):
-        return super()._run(tokens, self.fixed, per_head)
+    def _run(self, tokens, intervention, per_head, **kwargs):
+        return super()._run(tokens, self.fixed, per_head, **kwargs)
 
 
 class PreviousTokenPattern(Intervention):
@@ -121,5 +121,42 @@ class InductionCircuitModel(AttentionOnlyTransformer):
             self.W_O[1, 0, :V, E] = copy_gain * eye
         self.fixed = PreviousTokenPattern(layer=0, head=0)
 
-    def _run(self, tokens, intervention, per_head):
-        return super()._run(tokens, _Composed(self.fixed, intervention), per_head)
+    def _run(self, tokens, intervention, per_head, **kwargs):
+        return super()._run(tokens, _Composed(self.fixed, intervention), per_head, **kwargs)
+
+
+class PositionalShiftModel(AttentionOnlyTransformer):
+    """One layer, one head, whose positional table alone makes query i attend ``shift`` back.
+
+    No content term (W_Q = W_K = 0): the scores are p_i·p_j/√d. The table is
+    p_i = b_i (e_i + e_{i+shift}) in a head of dimension T + shift, so p_i·p_j = 0 for
+    every j < i except j = i − shift, where it is b_i b_{i−shift}, against b_i²·2 on the
+    diagonal; with b shrinking by a factor 2.5 every ``shift`` positions the key
+    ``shift`` back wins every row i >= shift, by a margin that ``gain`` scales up.
+    The residual holds the token in its first V dimensions; the head copies what it
+    attends to (OV gain ``copy_gain``) and the direct path adds the current token, so
+    the prediction at i is token i − shift. ``learned=False`` keeps the same weights with
+    the fixed ``original`` table instead: no position is preferred by the table.
+    """
+
+    def __init__(self, shift: int = 5, vocab_size: int = 26, seq_len: int = 24,
+                 gain: float = 1.5e3, copy_gain: float = 12.0, learned: bool = True):
+        D = seq_len + shift
+        super().__init__(ModelConfig(vocab_size=vocab_size, d_model=D, n_heads=1, n_layers=1,
+                                     seq_len=seq_len,
+                                     pos_encoding="learned" if learned else "original"))
+        V = vocab_size
+        with torch.no_grad():
+            for w in (self.W_E, self.W_U, self.W_Q, self.W_K, self.W_V, self.W_O):
+                w.zero_()
+            self.W_E[:, :V] = torch.eye(V)
+            self.W_U[:V, :] = torch.eye(V)
+            self.W_V[0, 0] = torch.eye(D)
+            self.W_O[0, 0] = copy_gain * torch.eye(D)
+            if learned:
+                b = gain * 2.5 ** (-torch.arange(seq_len, dtype=torch.float64) / shift)
+                table = torch.zeros(seq_len, D, dtype=torch.float64)
+                i = torch.arange(seq_len)
+                table[i, i] = b
+                table[i, i + shift] = b
+                self.pos.copy_(table.float())
