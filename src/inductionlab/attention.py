@@ -89,17 +89,19 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     z-score of the attended tokens, mean over queries. Positive: copying; negative:
     anti-copying; about 0: neither.
 
-    The mean and standard deviation over the vocabulary and the attention-weighted
-    logit come from [D]-sized products, without forming the [B, H, T, V] logits:
-    mean = out·ū, var = outᵀ C out with C the (V-1)-normalised covariance of W_U's
-    columns, weighted logit = out·(Σ_j A_ij W_U[:, t_j]); the weights sum to 1.
+    Computed as: logits l = head_out W_U; mean and (V-1)-normalised variance over the
+    vocabulary by products with a constant vector; the attention mass that each query
+    puts on each vocabulary entry, M_iv = Σ_j A_ij [t_j = v], by a scatter-add; the
+    score at i is (Σ_v M_iv l_iv - mean_i) / std_i, since the weights sum to 1.
     """
     V = W_U.shape[1]
-    centred = W_U - W_U.mean(1, keepdim=True)  # [D, V]
-    mean = head_out @ W_U.mean(1)  # [B, H, T]
-    var = ((head_out @ (centred @ centred.T / (V - 1))) * head_out).sum(-1)
-    attended = pattern @ W_U.T[tokens][:, None]  # Σ_j A_ij W_U[:, t_j]: [B, H, T, D]
-    weighted = (attended * head_out).sum(-1)  # [B, H, T]
+    logits = head_out @ W_U  # [B, H, T, V]
+    ones = torch.ones(V, dtype=logits.dtype, device=logits.device)
+    mean = logits @ ones / V
+    var = ((logits * logits) @ ones / V - mean * mean) * (V / (V - 1))
+    B, H, T, _ = logits.shape
+    mass = torch.zeros_like(logits).scatter_add_(-1, tokens[:, None, None, :].expand(B, H, T, T), pattern)
+    weighted = (mass * logits) @ ones
     return ((weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)).mean(dim=(0, 2))
 
 
