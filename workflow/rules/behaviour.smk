@@ -33,6 +33,10 @@ rule attention_figures:
         directory(model_file("figures/attention")),
     log:
         "logs/attention_figures/{variant}/seed{seed}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     shell:
         "inductionlab attention-figures {input} {output} > {log} 2>&1"
 

@@ -13,6 +13,10 @@ rule circuits:
         eigenvalues=model_file("eigenvalues.npz"),
     log:
         "logs/circuits/{variant}/seed{seed}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     shell:
         "inductionlab circuits-tables {input} {output.circuits} {output.composition} "
         "{output.eigenvalues} > {log} 2>&1"

@@ -41,6 +41,10 @@ rule dynamics_figures:
         directory(model_file("figures/dynamics")),
     log:
         "logs/dynamics_figures/{variant}/seed{seed}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     shell:
         "inductionlab dynamics-figures {input.dynamics} {input.phase_change} {output} "
         "--settings {input.settings} > {log} 2>&1"

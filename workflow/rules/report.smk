@@ -18,8 +18,13 @@ FIGURE_INPUTS = {
 }
 
 
+# Light and study-wide: run where snakemake runs, never submitted to a cluster.
 localrules:
+    aggregate,
+    claims,
+    figure,
     report_manifest,
+    report,
 
 
 rule aggregate:

@@ -93,6 +93,10 @@ rule extract_weights:
         model_file("weights.npz"),
     log:
         "logs/extract_weights/{variant}/seed{seed}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
     shell:
         "inductionlab extract-weights {input} {output} > {log} 2>&1"
 
