@@ -1,16 +1,17 @@
 """Training speed: the project's step against a plain PyTorch loop of the same shapes.
 
-    python benchmarks/train_speed.py [--steps 40] [--rounds 7] [--threads 1] [--stack 5] [--compile]
+    python benchmarks/train_speed.py [--steps 40] [--rounds 7] [--threads 1] [--stack 5]
 
 For every default variant, times in alternating blocks (so that load from other
 processes hits both alike) and prints the median ms per step of:
 
 - plain:   a minimal training loop written here: per-layer nn.Linear projections,
            heads split by view, an explicit masked softmax, ``loss.item()`` every step;
-- project: the pipeline's training step (``AttentionOnlyTransformer`` + ``train_step``);
-- stacked: ``--stack`` seeds trained as one ``StackedModels``, time per seed;
-- compiled (with ``--compile``): the project's step under ``torch.compile``, and its
-  compile time, to show whether compiling pays for 10,000 steps.
+- project: the pipeline's training step as ``train`` runs it for a 10,000-step run
+           (``train.compile: auto``: compiled on a CPU); its compile time is printed
+           with what it saves over 10,000 steps against the eager step;
+- eager:   the pipeline's step without compiling;
+- stacked: ``--stack`` seeds trained as one ``StackedModels`` (eager), time per seed.
 
 Every timed step includes sampling the batch. The ratio project / plain is the figure
 of merit (lower is faster). Asserts nothing.
@@ -29,10 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from inductionlab.data import TaskConfig, sample_sequences
-from inductionlab.metrics import mean_loss
 from inductionlab.model import ModelConfig, build_model, sinusoidal_table
 from inductionlab.seeding import generator
-from inductionlab.train import StackedModels, per_seed_loss, train_step
+from inductionlab.train import (StackedModels, loss_function, per_seed_loss, should_compile,
+                               train_step)
 
 VARIANTS = {
     "one_layer": ModelConfig(n_layers=1),
@@ -89,9 +90,9 @@ def plain_step(model, opt, task, gen, batch):
     return loss.item()
 
 
-def project_step(model, opt, task, gen, batch):
+def project_step(loss_fn, opt, task, gen, batch):
     tokens = sample_sequences(batch, task, gen)
-    return train_step(mean_loss(model(tokens), tokens), opt)
+    return train_step(loss_fn(tokens), opt)
 
 
 def stacked_step(stack, opt, task, gens, batch):
@@ -118,26 +119,30 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--stack", type=int, default=5, help="seeds per stacked model (0: skip)")
-    parser.add_argument("--compile", action="store_true", help="also time torch.compile")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*batching rule.*")
     task = TaskConfig()
     print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, "
           f"median of {args.rounds} blocks of {args.steps} steps, ms per step (per seed when stacked)")
-    header = f"{'variant':20s} {'plain':>8s} {'project':>8s} {'ratio':>6s}"
+    header = f"{'variant':20s} {'plain':>8s} {'project':>8s} {'ratio':>6s} {'eager':>8s} {'ratio':>6s}"
     if args.stack:
         header += f" {'stacked':>8s} {'ratio':>6s}"
-    print(header)
+    print(header + "   compile")
     for name, cfg in VARIANTS.items():
         gen = generator(0, "benchmark")
         plain = PlainModel(cfg)
         plain_opt = adamw(plain.parameters())
-        model = build_model(cfg, 0)
-        opt = adamw(model.parameters())
+        model, eager_model = build_model(cfg, 0), build_model(cfg, 0)
+        opt, eager_opt = adamw(model.parameters()), adamw(eager_model.parameters())
+        compiled = should_compile("auto", STEPS_PER_RUN, torch.device("cpu"))
+        loss_fn = loss_function(model, compiled, log=print)
+        eager_fn = loss_function(eager_model, False, log=print)
+        compile_s = timed(lambda: project_step(loss_fn, opt, task, gen, args.batch), 1)
         methods = {"plain": lambda: plain_step(plain, plain_opt, task, gen, args.batch),
-                   "project": lambda: project_step(model, opt, task, gen, args.batch)}
-        per_call = {"plain": 1, "project": 1}
+                   "project": lambda: project_step(loss_fn, opt, task, gen, args.batch),
+                   "eager": lambda: project_step(eager_fn, eager_opt, task, gen, args.batch)}
+        per_call = {"plain": 1, "project": 1, "eager": 1}
         if args.stack:
             stack = StackedModels([build_model(cfg, s) for s in range(args.stack)])
             stack_opt = adamw(stack.parameters())
@@ -152,25 +157,14 @@ def main() -> None:
                 n = max(1, args.steps // per_call[m])
                 times[m].append(timed(step, n) / per_call[m] * 1e3)
         med = {m: statistics.median(t) for m, t in times.items()}
-        line = f"{name:20s} {med['plain']:8.2f} {med['project']:8.2f} {med['project'] / med['plain']:6.2f}"
+        line = (f"{name:20s} {med['plain']:8.2f} {med['project']:8.2f} {med['project'] / med['plain']:6.2f}"
+                f" {med['eager']:8.2f} {med['eager'] / med['plain']:6.2f}")
         if args.stack:
             line += f" {med['stacked']:8.2f} {med['stacked'] / med['plain']:6.2f}"
+        if compiled:
+            saved_s = (med["eager"] - med["project"]) * STEPS_PER_RUN / 1e3
+            line += f"   {compile_s:.0f} s, saves {saved_s:.0f} s per {STEPS_PER_RUN:,} steps"
         print(line, flush=True)
-        if args.compile:
-            compiled_model = build_model(cfg, 0)
-            copt = adamw(compiled_model.parameters())
-            loss_fn = torch.compile(lambda t: mean_loss(compiled_model(t), t))
-
-            def compiled_step():
-                tokens = sample_sequences(args.batch, task, gen)
-                return train_step(loss_fn(tokens), copt)
-
-            compile_s = timed(compiled_step, 1)
-            timed(compiled_step, 3)
-            ms = statistics.median(timed(compiled_step, args.steps) * 1e3 for _ in range(args.rounds))
-            saved_s = (med["project"] - ms) * STEPS_PER_RUN / 1e3
-            print(f"{'':20s} compiled {ms:8.2f} ms/step after {compile_s:.0f} s of compiling: "
-                  f"{saved_s - compile_s:+.0f} s over {STEPS_PER_RUN:,} steps", flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak_mb:.0f} MB")
 

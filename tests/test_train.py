@@ -119,7 +119,7 @@ def test_failed_compile_falls_back_to_eager(monkeypatch):
     loss_fn = loss_function(model, compiled=True, log=said.append)
     tokens = torch.randint(0, 26, (4, 24), generator=torch.Generator().manual_seed(0))
     assert torch.equal(loss_fn(tokens), mean_loss(model(tokens), tokens))
-    assert "training eagerly" in said[0] and model.attention_form == "sdpa"
+    assert "training eagerly" in said[0]
 
 
 def test_compiled_training_follows_eager_training(tmp_path):

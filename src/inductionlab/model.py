@@ -167,22 +167,18 @@ class Intervention:
 
 NO_INTERVENTION = Intervention()
 
-ATTENTION_FORMS = ("explicit", "sdpa", "broadcast")
+ATTENTION_FORMS = ("explicit", "sdpa")
 
 
 def unweighted_attention(q, k, v, scale: float, mask: torch.Tensor, form: str) -> torch.Tensor:
     """softmax(q kᵀ scale + mask) v [B, H, T, d] without keeping the pattern.
 
-    ``sdpa``: PyTorch's fused kernel (its backward pass never forms the pattern).
-    ``broadcast``: the products written as broadcasts and sums, which ``torch.compile``
-    fuses into loops over the 8-dim heads instead of a thousand tiny matrix products.
-    ``explicit``: the pattern as a tensor, as :meth:`AttentionOnlyTransformer.run_with_cache`.
+    ``explicit``: the pattern as a tensor, as :meth:`AttentionOnlyTransformer.run_with_cache`;
+    on a CPU the fastest for 8-dimensional heads, eager or compiled (benchmarks/train_speed.py).
+    ``sdpa``: PyTorch's fused kernel, which never forms the pattern (for GPUs).
     """
     if form == "sdpa":
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-    if form == "broadcast":
-        scores = (q[:, :, :, None, :] * k[:, :, None, :, :]).sum(-1) * scale + mask
-        return (torch.softmax(scores, dim=-1)[..., None] * v[:, :, None, :, :]).sum(-2)
     if form == "explicit":
         return torch.softmax((q @ k.transpose(-1, -2)) * scale + mask, dim=-1) @ v
     raise ValueError(f"attention form {form!r}; allowed: {ATTENTION_FORMS}")
@@ -200,7 +196,7 @@ class AttentionOnlyTransformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         # How attention is computed where no pattern is kept: see ``unweighted_attention``.
-        self.attention_form = "sdpa"
+        self.attention_form = "explicit"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
         self.W_E = nn.Parameter(torch.empty(V, D))
@@ -265,7 +261,7 @@ class AttentionOnlyTransformer(nn.Module):
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
         # Without a pattern to keep or edit, training takes ``attention_form``; evaluation
-        # (no gradient) keeps the explicit form, the fastest without a backward pass.
+        # (no gradient) takes the explicit form.
         unweighted = (not keep_pattern and torch.is_grad_enabled()
                       and type(intervention).pattern is Intervention.pattern)
         for l in range(cfg.n_layers):

@@ -131,10 +131,9 @@ def _setup(spec: dict, threads: int, log):
     return log, device, val
 
 
-# Below this many steps compiling costs more than it saves (about 20-40 s of compiling
-# against ~10-20 ms saved per step on a CPU; see benchmarks/train_speed.py --compile).
+# Below this many steps compiling costs more than it saves (about 15-40 s of compiling
+# against ~10-25 ms saved per step on a CPU; see benchmarks/train_speed.py).
 COMPILE_MIN_STEPS = 2000
-COMPILED_ATTENTION = "broadcast"
 
 
 def should_compile(setting: str, steps: int, device: torch.device) -> bool:
@@ -155,7 +154,6 @@ def loss_function(model, compiled: bool, log):
 
     if not compiled:
         return eager
-    model.attention_form = COMPILED_ATTENTION
     compiled_fn = torch.compile(eager)
     state = {"fn": None}
 
@@ -167,7 +165,6 @@ def loss_function(model, compiled: bool, log):
                 return loss
             except Exception as err:  # noqa: BLE001 - any compiler failure means eager
                 log(f"torch.compile failed ({type(err).__name__}: {str(err)[:200]}); training eagerly")
-                model.attention_form = "sdpa"
                 state["fn"] = eager
         return state["fn"](tokens)
 
@@ -185,6 +182,8 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
     log, device, val = _setup(spec, threads, log)
     tcfg, task, seed = spec["train"], task_config(spec), int(spec["seed"])
     model = build_model(model_config(spec), seed).to(device)
+    if device.type == "cuda":
+        model.attention_form = "sdpa"
     opt = torch.optim.AdamW(model.parameters(), lr=tcfg["lr"], weight_decay=tcfg["weight_decay"])
     batch_gen = generator(seed, "train-batches")
     compiled = should_compile(tcfg.get("compile", "auto"), int(tcfg["steps"]), device)
