@@ -1,6 +1,6 @@
 # inductionlab: train tiny attention-only transformers on the repeated-block letter
 # task and reverse-engineer them. Run with `snakemake --cores 8`.
-from inductionlab.config import validate_config
+from inductionlab.config import extra_rule_files, validate_config
 
 
 configfile: "config.yaml"
@@ -19,9 +19,11 @@ include: "workflow/rules/ablations.smk"
 include: "workflow/rules/dynamics.smk"
 
 
-for extra in config["extra_rules"]:
+# Extra experiments: a relative path is found in the working directory or, failing that,
+# next to this Snakefile (so `-s path/to/Snakefile -d elsewhere` finds the project's own).
+for extra in extra_rule_files(config["extra_rules"], workflow.basedir):
 
-    include: os.path.abspath(extra)
+    include: extra
 
 
 include: "workflow/rules/report.smk"

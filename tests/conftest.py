@@ -1,10 +1,40 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+TINY_CONFIG = ROOT / "tests" / "config.tiny.yaml"
+EXTRA_STAGE = ROOT / "tests" / "extra_stage.smk"
+
+
+def write_tiny_config(work):
+    """tests/config.tiny.yaml plus the test-only extra stage, as ``work``/config.yaml."""
+    config = yaml.safe_load(TINY_CONFIG.read_text())
+    config["extra_rules"] = config.get("extra_rules", []) + [str(EXTRA_STAGE)]
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake_command(work, *args):
+    """The ``snakemake`` command line of this repository's workflow, run in ``work``."""
+    return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(work),
+            *map(str, args)]
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """One real local run of the workflow on the tiny config, with the test-only extra
+    stage; shared by every test module that needs its outputs."""
+    work = tmp_path_factory.mktemp("tiny")
+    write_tiny_config(work)
+    proc = subprocess.run(snakemake_command(work, "--cores", "2"), cwd=work,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work
 
 
 @pytest.fixture(autouse=True)

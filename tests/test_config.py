@@ -69,3 +69,39 @@ def test_snakemake_stops_on_bad_config_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "train.steps" in proc.stderr + proc.stdout
     assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------- extra rule files
+
+def test_extra_rule_files_are_found_in_the_working_directory_then_beside_the_workflow(tmp_path):
+    from inductionlab.config import extra_rule_files
+
+    work, workflow = tmp_path / "work", tmp_path / "workflow"
+    for folder, name in ((work, "local.smk"), (workflow, "shipped.smk"), (work, "both.smk"),
+                         (workflow, "both.smk")):
+        folder.mkdir(exist_ok=True)
+        (folder / name).write_text("")
+    absolute = tmp_path / "elsewhere.smk"
+    absolute.write_text("")
+    found = extra_rule_files(["local.smk", "shipped.smk", "both.smk", str(absolute)], workflow, cwd=work)
+    assert found == [str(work / "local.smk"), str(workflow / "shipped.smk"), str(work / "both.smk"),
+                     str(absolute)]
+    assert extra_rule_files([], workflow, cwd=work) == []
+
+
+def test_an_extra_rule_file_found_nowhere_names_the_entry(tmp_path):
+    from inductionlab.config import extra_rule_files
+
+    (tmp_path / "ok.smk").write_text("")
+    with pytest.raises(ConfigError) as err:
+        extra_rule_files(["ok.smk", "rules/missing.smk"], tmp_path / "workflow", cwd=tmp_path)
+    assert "extra_rules.1" in str(err.value) and "rules/missing.smk" in str(err.value)
+    assert "extra_rules.0" not in str(err.value)
+
+
+def test_experiment_settings_are_free_form_by_name_in_the_main_schema():
+    config = _check({**GOOD, "experiments": {"positional_shortcut": {"prompt_len": 12}}})
+    assert config["experiments"] == {"positional_shortcut": {"prompt_len": 12}}
+    assert _check(GOOD)["experiments"] == {}
+    with pytest.raises(ConfigError, match="experiments"):
+        _check({**GOOD, "experiments": {"positional_shortcut": [1, 2]}})

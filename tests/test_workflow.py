@@ -17,22 +17,11 @@ from inductionlab.report.tables import fmt
 from inductionlab.train import load_model
 from inductionlab.weights import model_from_weights
 
-VARIANTS = ("one_layer", "one_layer_smeared", "two_layer")
-EXTRA_STAGE = ROOT / "tests" / "extra_stage.smk"
+# three_layer is a variant added by config only: every stage runs on it unchanged.
+VARIANTS = ("one_layer", "one_layer_smeared", "two_layer", "three_layer")
 
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """One real run of the workflow on the tiny config, with the test-only extra stage."""
-    work = tmp_path_factory.mktemp("tiny")
-    config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
-    config["extra_rules"] = [str(EXTRA_STAGE)]
-    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--cores", "2",
-         "-d", str(work)], cwd=work, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return work
+# `tiny_run` (the real workflow on the tiny config) is a session fixture in conftest.py,
+# shared with the SLURM end-to-end test.
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -222,7 +211,8 @@ def test_pdf_shows_every_registered_table(tiny_run, report_files, monkeypatch):
                 if squash(value) not in pdf:
                     missing.append((section["name"], key, k, value))
     assert missing == []
-    assert {name for name, _, _ in checked} >= {"training", "circuits", "attention", "extra_check"}
+    assert {name for name, _, _ in checked} >= {"training", "circuits", "attention", "extra_check",
+                                                "positional_shortcut"}
 
 
 def test_pdf_and_html_name_the_extra_stage(report_files):
@@ -262,3 +252,125 @@ def test_study_level_dynamics_tables_exist(tiny_run):
     for name in ("per_token_loss_pca.csv", "phase_change.csv"):
         assert not pd.read_csv(tables / name).empty, name
     assert (tiny_run / "results" / "figures" / "per_token_loss_pca.png").is_file()
+
+
+# ---------------------------------------------------------------- three layers, by config only
+
+def test_three_layer_model_has_every_layer_in_its_tables(tiny_run):
+    folder = tiny_run / "results" / "three_layer" / "seed0"
+    composition = pd.read_csv(folder / "composition.csv")
+    pairs = set(map(tuple, composition[["src_layer", "layer"]].drop_duplicates().values.tolist()))
+    assert pairs == {(0, 1), (0, 2), (1, 2)}  # every earlier layer with every later one
+    assert len(composition) == 3 * 3 * 4 * 4
+    circuits = pd.read_csv(folder / "circuits.csv")
+    assert sorted(circuits.loc[circuits["circuit"] == "ov_sum", "layer"]) == [0, 1, 2]
+    assert sorted(pd.read_csv(folder / "head_scores.csv")["layer"].unique()) == [0, 1, 2]
+    ablations = pd.read_csv(folder / "ablations.csv")
+    assert {"qk_from_embedding_L1", "qk_from_embedding_L2", "plus_k_L2",
+            "values_from_embedding_L2"} <= set(ablations["ablation"])
+    ran = ablations[ablations["kind"] != "smear_off"]  # the one kind this model lacks
+    assert (ran["status"] == "ok").all() and ablations["status"].str.startswith("skipped").sum() == 1
+    assert "period_mean_L2" in ablations.columns
+    dynamics = pd.read_csv(folder / "dynamics.csv")
+    assert 2 in set(dynamics.loc[dynamics["metric"] == "period", "layer"])
+
+
+# ---------------------------------------------------------------- the positional-shortcut experiment
+
+SHORTCUT = "results/positional_shortcut"
+SHORTCUT_MODELS = ["one_layer_learned", "one_layer", "one_layer_smeared"]
+
+
+def test_positional_shortcut_trains_the_learned_table_model(tiny_run):
+    folder = tiny_run / SHORTCUT / "one_layer_learned" / "seed0"
+    spec = json.loads((folder / "spec.json").read_text())
+    assert spec["variant"] == "one_layer_learned" and spec["model"]["pos_encoding"] == "learned"
+    assert spec["model"]["n_layers"] == 1
+    model, _ = load_model(folder / "model.pt")
+    assert model.cfg.pos_encoding == "learned"
+    from inductionlab.model import sinusoidal_table
+
+    assert not torch.equal(model.pos.detach(), sinusoidal_table(24, 8, "learned"))  # trained
+    assert (folder / "checkpoints" / "step000000.pt").is_file()
+    assert pd.read_csv(folder / "train_log.csv")["step"].iloc[-1] == 60
+    assert (tiny_run / "logs" / "positional_shortcut" / "train" / "one_layer_learned" / "seed0.log").is_file()
+
+
+def test_positional_shortcut_compares_the_configured_variants_that_exist(tiny_run):
+    tables = tiny_run / "results" / "tables"
+    metrics = pd.read_csv(tables / "positional_shortcut.csv")
+    assert list(dict.fromkeys(metrics["variant"])) == SHORTCUT_MODELS  # one_layer_standard skipped
+    assert not (tiny_run / SHORTCUT / "one_layer_standard").exists()
+    for name in ("positional_shortcut_offsets", "positional_shortcut_completions",
+                 "positional_shortcut_positions"):
+        frame = pd.read_csv(tables / f"{name}.csv")
+        assert set(frame["variant"]) == set(SHORTCUT_MODELS) and set(frame["seed"]) == {0}, name
+        assert (tables / f"{name}_summary.csv").is_file()
+    # the compared models are the main pipeline's: their validation loss is their training log's
+    value = metrics.set_index(["variant", "metric"])["value"]
+    for variant, log in (("one_layer", tiny_run / "results" / "one_layer" / "seed0" / "train_log.csv"),
+                         ("one_layer_learned", tiny_run / SHORTCUT / "one_layer_learned" / "seed0"
+                          / "train_log.csv")):
+        assert value[variant, "loss_all"] == pytest.approx(pd.read_csv(log)["val_loss_all"].iloc[-1],
+                                                           rel=1e-5), variant
+    positions = pd.read_csv(tables / "positional_shortcut_positions.csv")
+    assert positions.groupby(["variant", "query"])["is_row_argmax"].sum().eq(1.0).all()
+
+
+def test_positional_shortcut_section_is_in_the_html_and_the_pdf(tiny_run, report_files):
+    html, pdf, manifest = report_files
+    sections = [s for s in manifest["sections"] if s["name"] == "positional_shortcut"]
+    assert len(sections) == 1 and sections[0]["scope"] == "study"
+    title = sections[0]["title"]
+    assert "one_layer_standard: not in this run's variants" in sections[0]["text"]
+    assert title in html and 'id="study-positional_shortcut"' in html
+    assert squash(title) in pdf
+    summary = pd.read_csv(tiny_run / "results" / "tables" / "positional_shortcut_summary.csv")
+    row = summary[(summary["variant"] == "one_layer_learned") & (summary["metric"] == "loss_all")]
+    value = fmt(float(row["mean"].iloc[0]))
+    assert value in html and squash(value) in pdf
+    for figure in ("attention_by_offset.png", "positional_scores.png"):
+        png = (tiny_run / SHORTCUT / "figures" / figure).read_bytes()
+        assert "data:image/png;base64," + base64.b64encode(png).decode() in html, figure
+
+
+def _without_experiment(work):
+    """The tiny config with the positional-shortcut experiment taken out of extra_rules."""
+    from conftest import EXTRA_STAGE, TINY_CONFIG
+
+    config = yaml.safe_load(TINY_CONFIG.read_text())
+    assert "workflow/rules/extra/positional_shortcut.smk" in config["extra_rules"]
+    config["extra_rules"] = [str(EXTRA_STAGE)]
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def test_removing_the_experiment_from_extra_rules_removes_its_jobs_and_section(tmp_path):
+    from conftest import snakemake_command
+
+    _without_experiment(tmp_path)
+    dry = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "positional_shortcut" not in dry.stdout + dry.stderr
+    assert "rule extra_answer" in dry.stdout + dry.stderr
+    # the report manifest alone (a local rule without inputs): no section of the experiment
+    run = subprocess.run(snakemake_command(tmp_path, "--cores", "1", "results/report/manifest.json"),
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    manifest = json.loads((tmp_path / "results" / "report" / "manifest.json").read_text())
+    names = {s["name"] for s in manifest["sections"]}
+    assert "extra_check" in names and "positional_shortcut" not in names
+    assert "positional_shortcut" not in json.dumps(manifest["sections"])
+
+
+def test_an_extra_rule_file_found_nowhere_is_a_config_error(tmp_path):
+    from conftest import snakemake_command
+
+    config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
+    config["extra_rules"] = ["workflow/rules/extra/no_such_experiment.smk"]
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    proc = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert "extra_rules.0: 'workflow/rules/extra/no_such_experiment.smk' is not a file" in output

@@ -169,6 +169,23 @@ def _cmd_ablations(args) -> None:
                     log=lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
+def _cmd_positional_shortcut(args) -> None:
+    import torch
+
+    from .positional_shortcut import write_shortcut
+
+    torch.set_num_threads(max(1, args.threads))
+    write_shortcut(args.model, args.settings, args.metrics, args.offsets, args.completions,
+                   args.positions, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def _cmd_positional_shortcut_figures(args) -> None:
+    from .positional_shortcut import write_figures
+
+    write_figures(args.offsets, args.positions, args.settings, args.offsets_figure,
+                  args.positions_figure)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inductionlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -286,6 +303,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--attention", type=Path, required=True, help="ablated_attention.npz")
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=_cmd_ablations)
+
+    p = sub.add_parser("positional-shortcut",
+                       help="positional-shortcut experiment: metrics, attention by offset, "
+                       "positional scores of one model")
+    p.add_argument("model", type=Path, help="a model.pt")
+    p.add_argument("settings", type=Path, help="the experiment's settings JSON written by the workflow")
+    for name in ("metrics", "offsets", "completions", "positions"):
+        p.add_argument(f"--{name}", type=Path, required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=_cmd_positional_shortcut)
+
+    p = sub.add_parser("positional-shortcut-figures",
+                       help="positional-shortcut experiment: attention by offset and positional scores")
+    p.add_argument("offsets", type=Path, help="stacked positional_shortcut_offsets.csv")
+    p.add_argument("positions", type=Path, help="stacked positional_shortcut_positions.csv")
+    p.add_argument("settings", type=Path, help="the experiment's settings JSON (for the task)")
+    p.add_argument("--offsets-figure", type=Path, required=True)
+    p.add_argument("--positions-figure", type=Path, required=True)
+    p.set_defaults(func=_cmd_positional_shortcut_figures)
 
     p = sub.add_parser("check-config", help="validate a config file against the schema")
     p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))

@@ -34,8 +34,8 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "(top level)"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    path = list(error.absolute_path)
+def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
+    path = list(prefix) + list(error.absolute_path)
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed)) if isinstance(error.instance, dict) else []
@@ -50,15 +50,24 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
 
     Raises :class:`ConfigError` listing every problem, each naming its key.
     """
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator_cls = _with_defaults(jsonschema.validators.validator_for(schema))
-    errors = sorted(validator_cls(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
-    problems = [_describe(e) for e in errors]
+    problems = schema_problems(config, schema_path)
     if not problems:
         problems = check_semantics(config)
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
     return config
+
+
+def schema_problems(instance: dict, schema_path: str | Path, prefix: tuple = ()) -> list[str]:
+    """Check ``instance`` against a JSON Schema, filling its defaults in place.
+
+    One message per problem, naming the key; ``prefix`` is where ``instance`` sits
+    in the config (e.g. ``("experiments", "positional_shortcut")``).
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator_cls = _with_defaults(jsonschema.validators.validator_for(schema))
+    errors = sorted(validator_cls(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [_describe(e, prefix) for e in errors]
 
 
 def check_semantics(config: dict) -> list[str]:
@@ -110,6 +119,50 @@ def _check_behaviour(config: dict) -> list[str]:
             problems.append(f"behaviour.random_prompt_lengths: {L} leaves nothing to complete "
                             f"(sequence length {task.seq_len})")
     return problems
+
+
+def extra_rule_files(paths: list[str], workflow_dir: str | Path,
+                     cwd: str | Path | None = None) -> list[str]:
+    """The files of ``extra_rules`` as absolute paths.
+
+    An absolute path is taken as it is; a relative one is looked up in the working
+    directory ``cwd`` first, then in the workflow's own folder ``workflow_dir`` (the
+    Snakefile's), so ``workflow/rules/extra/x.smk`` works with ``snakemake -s .../Snakefile
+    -d elsewhere``. A file found nowhere raises :class:`ConfigError` naming the entry.
+    """
+    cwd = Path(cwd) if cwd is not None else Path.cwd()
+    found, problems = [], []
+    for k, entry in enumerate(paths):
+        path = Path(entry)
+        candidates = [path] if path.is_absolute() else [cwd / path, Path(workflow_dir) / path]
+        hit = next((c for c in candidates if c.is_file()), None)
+        if hit is None:
+            problems.append(f"extra_rules.{k}: {entry!r} is not a file (looked in "
+                            + " and ".join(str(c.parent.resolve()) for c in candidates) + ")")
+        else:
+            found.append(str(hit.resolve()))
+    if problems:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+    return found
+
+
+def validate_experiment(config: dict, name: str, schema_path: str | Path, check=None) -> dict:
+    """Validate the settings ``config["experiments"][name]`` of an extra experiment.
+
+    They are checked against the experiment's own schema, whose defaults are filled
+    in place (an experiment without settings gets them all), then by ``check``
+    (settings, config) -> list of problems, for rules a schema does not express.
+    Returns the settings; raises :class:`ConfigError` naming every bad key from the
+    top of the config (``experiments.<name>.<key>``).
+    """
+    experiments = config.setdefault("experiments", {})
+    settings = experiments.setdefault(name, {})
+    problems = schema_problems(settings, schema_path, prefix=("experiments", name))
+    if not problems and check is not None:
+        problems = check(settings, config)
+    if problems:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
+    return settings
 
 
 def load_config(path: str | Path, schema_path: str | Path) -> dict:

@@ -251,8 +251,11 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
     elif name == "ablations":
         fig = ablation_bars(table(inputs[0]), variant)
     elif name == "ablated_attention":
-        names = ["baseline", "qk_from_embedding_L1", "plus_k_L1", "plus_q_L1"]
-        fig = ablated_patterns(inputs[0], names, 1, f"{variant} {Path(inputs[0]).parent.name}")
+        with np.load(inputs[0], allow_pickle=False) as f:
+            n_layers = f["baseline"].shape[0]
+        rows = [(name, l) for l in range(1, n_layers)  # every later layer: clean, then ablated
+                for name in ("baseline", f"qk_from_embedding_L{l}", f"plus_k_L{l}", f"plus_q_L{l}")]
+        fig = ablated_patterns(inputs[0], rows, f"{variant} {Path(inputs[0]).parent.name}")
     elif name == "dynamics":
         fig = dynamics_bands(table(inputs[0]), variant)
     else:
@@ -282,28 +285,33 @@ def ablation_bars(ablations, title: str, metric: str = "loss_all"):
     return fig
 
 
-def ablated_patterns(npz_path, names: list[str], layer: int, title: str):
-    """Mean attention of one layer's heads under several ablations (rows) of one model."""
+def ablated_patterns(npz_path, rows: list[tuple[str, int]], title: str):
+    """Mean attention of one model's heads: one row per (ablation, layer), one panel per head.
+
+    Rows whose ablation was not saved (it did not run on this model) are left out.
+    """
     with np.load(npz_path, allow_pickle=False) as f:
-        present = [n for n in names if n in f.files]
-        patterns = {n: f[n][layer] for n in present}
+        present = [(n, l) for n, l in rows if n in f.files]
+        patterns = {(n, l): f[n][l] for n, l in present}
     if not present:
-        raise ValueError(f"{npz_path}: none of the ablations {names} were saved")
+        raise ValueError(f"{npz_path}: none of the ablations {[n for n, _ in rows]} were saved")
     n_heads = patterns[present[0]].shape[0]
+    layers = sorted({l for _, l in present})
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(present), n_heads, figsize=(2.2 * n_heads + 0.8, 2.2 * len(present) + 0.5),
                                  squeeze=False, constrained_layout=True)
-        for r, name in enumerate(present):
+        for r, (name, layer) in enumerate(present):
             for h in range(n_heads):
                 ax = axes[r, h]
-                im = ax.imshow(patterns[name][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1)
+                im = ax.imshow(patterns[name, layer][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1)
                 ax.set_title(f"{name}: L{layer}H{h}", fontsize=6)
                 ax.set_xlabel("key position", fontsize=6)
                 if h == 0:
                     ax.set_ylabel("query position", fontsize=6)
                 ax.tick_params(labelsize=5)
         fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
-        fig.suptitle(f"{title}: layer {layer} mean attention, clean and ablated")
+        which = ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
+        fig.suptitle(f"{title}: {which} mean attention, clean and ablated")
     return fig
 
 

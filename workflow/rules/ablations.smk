@@ -27,14 +27,21 @@ rule ablations:
         "--table {output.table} --attention {output.attention} --threads {threads} > {log} 2>&1"
 
 
+# Period score of every later layer of the deepest variant (a variant shows the ones it has).
+ABLATION_PERIOD_METRICS = [
+    f"period_mean_L{l}" for l in range(1, max(v["n_layers"] for v in config["variants"].values()))
+]
+
+
 report_section(
     name="ablations",
     title="Ablations",
     order=60,
     text="Each ablation is rerun on the behaviour sample: loss on all and predictable targets, "
-    "predictable accuracy, greedy accuracy on the in-distribution suite prompts, and the period "
-    "score of the later layer. Composition rows: the later layer's queries/keys from the "
-    "embedding (direct path) or the full residual stream; values always from the residual.",
+    "predictable accuracy, greedy accuracy on the in-distribution suite prompts, and the mean "
+    "period score of every later layer (period_mean_L1, ...). Composition rows: the later layer's "
+    "queries/keys from the embedding (direct path) or the full residual stream; values always "
+    "from the residual.",
     tables=[
         {"path": aggregated_table("ablations", summary=True),
          "caption": "The write-up's composition table and the composition and smear ablations: "
@@ -42,7 +49,8 @@ report_section(
          "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off",
                             "remove_head_from_keys", "remove_head_from_queries"]},
          "spread": {"index": ["ablation"],
-                    "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc", "period_mean_L1"]}},
+                    "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc"]
+                    + ABLATION_PERIOD_METRICS}},
         {"path": aggregated_table("ablations", summary=True),
          "caption": "Head ablations: each head zeroed, replaced by its mean, or zeroed with every "
          "attention pattern frozen to the clean run (mean ± std [min, max] over seeds).",
@@ -60,9 +68,10 @@ report_section(
     title="Attention left by the composition ablations",
     order=61,
     variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
-    text="Layer-1 mean attention of the first seed: clean, with queries and keys from the "
-    "embedding, with keys from the residual (K-composition on), and with queries from the "
-    "residual only (K-composition off). The diagonal stripes five back are the induction pattern.",
+    text="Mean attention of every later layer (layer 1 onwards) of the first seed: clean, with "
+    "that layer's queries and keys from the embedding, with keys from the residual (K-composition "
+    "on), and with queries from the residual only (K-composition off). The diagonal stripes five "
+    "back are the induction pattern.",
     figures=[{"path": f"{RESULTS}/figures/{{variant}}/ablated_attention.png",
-              "caption": "Layer-1 attention, clean and ablated (first seed)."}],
+              "caption": "Attention of each later layer, clean and ablated (first seed)."}],
 )

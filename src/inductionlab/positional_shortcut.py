@@ -1,0 +1,342 @@
+"""Positional shortcut: does a learned positional table let one layer attend 5 back?
+
+SCIENCE.md, "Model": the sinusoidal table p is added to queries and keys after
+projection, so every attention score contains the position–position term
+p_i·p_j/√d. With a fixed table that term is fixed, and a 1-layer model cannot
+learn "attend block_len − 1 back". With a trained table (``pos_encoding:
+learned``) it could: position i predicts token i + 1, which equals token
+i − (block_len − 1) once a block has passed, so one head that attends that far
+back and copies solves the task with no induction at all.
+
+This module measures, for a model with a learned table and for fixed-table
+models: the task metrics on the validation set, greedy completions of a few
+prompts and of random prompts, attention by relative offset per head, and the
+table's position–position score matrix with its argmax per query row. Functions
+take models, tensors and settings and return frames; the rules in
+``workflow/rules/extra/positional_shortcut.smk`` only pass paths.
+
+The period offset is ``k = block_len − 1`` (5 on the default task). Offset-k
+quantities are averaged over the query positions i >= k: every position whose
+target is predictable. Every earlier copy of the target (k, k + block_len, ...
+back) holds the same letter, so a head can also spread its attention over all of
+them; :func:`target_copies_attention` measures that.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .attention import offset_attention, offset_profile
+from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
+from .data import TaskConfig, validation_set
+from .metrics import evaluate
+
+OFFSET_COLUMNS = ["variant", "seed", "layer", "head", "offset", "attention"]
+POSITION_COLUMNS = ["variant", "seed", "query", "key", "offset", "score", "is_row_argmax"]
+COMPLETION_COLUMNS = ["variant", "seed", "prompt", "in_distribution", "completion", "expected",
+                      "accuracy"]
+
+
+def period_offset(task: TaskConfig) -> int:
+    """The offset that solves the task: token i + 1 equals token i − (block_len − 1)."""
+    return task.block_len - 1
+
+
+def learned_spec(spec: dict, name: str) -> dict:
+    """``spec`` (a variant's resolved spec) with a learned positional table, as model ``name``."""
+    out = copy.deepcopy(spec)
+    out["variant"] = name
+    out["model"]["pos_encoding"] = "learned"
+    return out
+
+
+def check_settings(settings: dict, config: dict) -> list[str]:
+    """The experiment's settings against the rest of a validated config; one message per
+    problem, naming the key. Compared variants missing from ``variants`` are not errors
+    (the experiment skips them); the base variant must exist."""
+    where = "experiments.positional_shortcut"
+    task = TaskConfig.from_dict(config["task"])
+    problems = []
+    if settings["base_variant"] not in config["variants"]:
+        problems.append(f"{where}.base_variant: {settings['base_variant']!r} is not in variants "
+                        f"({', '.join(config['variants'])}); the learned-table model is its spec "
+                        "with pos_encoding: learned")
+    elif config["variants"][settings["base_variant"]].get("pos_encoding") == "learned":
+        problems.append(f"{where}.base_variant: {settings['base_variant']!r} already has a learned "
+                        "table; choose a fixed-table variant")
+    for k, prompt in enumerate(settings["prompts"]):
+        try:
+            check_prompt(prompt, task)
+        except ValueError as err:
+            problems.append(f"{where}.prompts.{k}: {err}")
+    if not task.block_len <= settings["prompt_len"] < task.seq_len:
+        problems.append(f"{where}.prompt_len: {settings['prompt_len']} must be at least "
+                        f"task.block_len = {task.block_len} and below the sequence length "
+                        f"{task.seq_len}")
+    return problems
+
+
+def metric_names(task: TaskConfig, prompt_len: int) -> dict[str, list[str]]:
+    """The metrics of :func:`shortcut_metrics`, as ``task`` (losses, accuracy, random
+    prompts) and ``mechanism`` (attention at the period offset and on every earlier copy
+    of the target, the positional table's peak)."""
+    k = period_offset(task)
+    return {"task": ["loss_all", "loss_pred", "acc_pred", f"random_len{prompt_len}_acc_mean",
+                     f"random_len{prompt_len}_exact"],
+            "mechanism": [f"offset{k}_attention_max", "target_copies_attention_max",
+                          f"pos_argmax_offset{k}_share", f"pos_offset{k}_margin"]}
+
+
+# ---------------------------------------------------------------- the positional table
+
+def position_scores(pos: torch.Tensor) -> torch.Tensor:
+    """The position–position term of the attention score, p pᵀ / √d: [T, T] (query, key).
+
+    ``pos`` [T, d] is the table added to every head's queries and keys; d is the
+    head dimension, so this is exactly the term the model adds to its scores.
+    """
+    pos = pos.detach().double()
+    return pos @ pos.T / math.sqrt(pos.shape[-1])
+
+
+def row_argmax_offsets(scores: torch.Tensor) -> torch.Tensor:
+    """Per query row i, the offset i − j of the key j <= i with the largest score: [T]."""
+    T = scores.shape[-1]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    best = scores.masked_fill(~causal, float("-inf")).argmax(-1)
+    return torch.arange(T) - best
+
+
+def position_table(scores: torch.Tensor) -> pd.DataFrame:
+    """One row per causal (query i, key j <= i) pair: offset i − j, score, and
+    ``is_row_argmax`` (1.0 for the key with the largest score of its row, else 0.0;
+    a float, so that its mean over seeds is the share of seeds)."""
+    T = scores.shape[-1]
+    best = row_argmax_offsets(scores)
+    rows = [{"query": i, "key": j, "offset": i - j, "score": float(scores[i, j]),
+             "is_row_argmax": float(i - j == int(best[i]))}
+            for i in range(T) for j in range(i + 1)]
+    return pd.DataFrame(rows, columns=POSITION_COLUMNS[2:])
+
+
+def position_summary(scores: torch.Tensor, offset: int) -> dict[str, float]:
+    """Does the positional term alone point ``offset`` back? Over the query rows i >= offset:
+
+    ``pos_argmax_offset{k}_share``: share of rows whose largest causal score is at i − k;
+    ``pos_offset{k}_margin``: mean of score[i, i − k] minus the largest other causal
+    score of the row (positive: every such row peaks k back).
+    """
+    T = scores.shape[-1]
+    if not 0 < offset < T:
+        raise ValueError(f"offset {offset} must be between 1 and {T - 1}")
+    best = row_argmax_offsets(scores)
+    margins = []
+    for i in range(offset, T):
+        others = torch.cat([scores[i, :i - offset], scores[i, i - offset + 1:i + 1]])
+        margins.append(float(scores[i, i - offset] - others.max()))
+    return {f"pos_argmax_offset{offset}_share": float((best[offset:] == offset).double().mean()),
+            f"pos_offset{offset}_margin": float(np.mean(margins))}
+
+
+# ---------------------------------------------------------------- attention by offset
+
+@torch.no_grad()
+def offset_table(model, tokens: torch.Tensor) -> pd.DataFrame:
+    """Mean attention from query i to key i − k, per layer, head and offset k = 0..T−1.
+
+    Averaged over the sequences and over every query i >= k. Columns: layer, head,
+    offset, attention.
+    """
+    _, cache = model.run_with_cache(tokens)
+    rows = []
+    for l, pattern in enumerate(cache.pattern):
+        profile = offset_profile(pattern.mean(0))  # [H, T]
+        for h in range(profile.shape[0]):
+            rows += [{"layer": l, "head": h, "offset": k, "attention": float(profile[h, k])}
+                     for k in range(profile.shape[1])]
+    return pd.DataFrame(rows, columns=OFFSET_COLUMNS[2:])
+
+
+def target_copies_mask(task: TaskConfig, T: int) -> torch.Tensor:
+    """Bool [T, T]: key j holds a copy of query i's target, token i + 1, in any task sequence.
+
+    Those are the offsets i − j = k, k + block_len, k + 2·block_len, ... with k =
+    block_len − 1: every earlier occurrence of the target. A head may spread its
+    attention over them and still copy the right token.
+    """
+    k, n = period_offset(task), task.block_len
+    offset = torch.arange(T)[:, None] - torch.arange(T)[None, :]
+    return (offset >= k) & ((offset - k) % n == 0)
+
+
+def target_copies_attention(pattern: torch.Tensor, task: TaskConfig) -> torch.Tensor:
+    """Attention of each head on every earlier copy of the target, mean over sequences
+    and over queries i >= block_len − 1 (those that have one): [H]."""
+    k, T = period_offset(task), pattern.shape[-1]
+    mass = (pattern * target_copies_mask(task, T).to(pattern.dtype)).sum(-1)  # [B, H, T]
+    return mass[..., k:].mean(dim=(0, 2))
+
+
+@torch.no_grad()
+def attention_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict[str, float]:
+    """Largest over every head of every layer: mean attention k = block_len − 1 back
+    (over queries i >= k), and attention on every earlier copy of the target."""
+    k = period_offset(task)
+    _, cache = model.run_with_cache(tokens)
+    return {f"offset{k}_attention_max": max(float(offset_attention(p, k).max()) for p in cache.pattern),
+            "target_copies_attention_max": max(float(target_copies_attention(p, task).max())
+                                               for p in cache.pattern)}
+
+
+# ---------------------------------------------------------------- one model
+
+@torch.no_grad()
+def shortcut_metrics(model, task: TaskConfig, val_tokens: torch.Tensor, sample: torch.Tensor,
+                     n_random_prompts: int, prompt_len: int, seed: int) -> dict[str, float]:
+    """The headline numbers of one model (names: :func:`metric_names`).
+
+    ``loss_all``, ``loss_pred``, ``acc_pred`` on ``val_tokens`` (the training
+    validation set); greedy accuracy on ``n_random_prompts`` random prompts of
+    ``prompt_len`` letters (mean, and share completed exactly); on ``sample``,
+    :func:`attention_summary`; and :func:`position_summary` of the model's positional table.
+    """
+    k = period_offset(task)
+    val = evaluate(model, val_tokens, task)
+    random = random_prompt_summary(model, task, n_random_prompts, [prompt_len], seed)
+    out = {"loss_all": val["loss_all"], "loss_pred": val["loss_pred"], "acc_pred": val["acc_pred"],
+           f"random_len{prompt_len}_acc_mean": random[f"random_len{prompt_len}_acc_mean"],
+           f"random_len{prompt_len}_exact": random[f"random_len{prompt_len}_exact"]}
+    out.update(attention_summary(model, sample, task))
+    out.update(position_summary(position_scores(model.pos), k))
+    return out
+
+
+def shortcut_tables(model, spec: dict, settings: dict) -> dict[str, pd.DataFrame]:
+    """Every table of one model: ``metrics`` (metric, value), ``offsets``, ``completions``
+    and ``positions``, each with the model's ``variant`` and ``seed`` first.
+
+    ``settings``: ``eval_seed``, ``n_sequences`` (the attention sample),
+    ``n_random_prompts``, ``prompt_len``, ``prompts`` (see the experiment's schema).
+    The validation set is the one training used (``spec["train"]``).
+    """
+    task = TaskConfig.from_dict(spec["task"])
+    val = validation_set(spec["train"]["val_size"], task, spec["train"]["val_seed"])
+    sample, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+    metrics = shortcut_metrics(model, task, val, sample, settings["n_random_prompts"],
+                               settings["prompt_len"], settings["eval_seed"])
+    completions = prompt_suite(model, settings["prompts"], task)
+    ident = {"variant": spec["variant"], "seed": int(spec["seed"])}
+
+    def tidy(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+        return frame.assign(**ident)[columns]
+
+    return {
+        "metrics": tidy(pd.DataFrame({"metric": list(metrics), "value": list(metrics.values())}),
+                        ["variant", "seed", "metric", "value"]),
+        "offsets": tidy(offset_table(model, sample), OFFSET_COLUMNS),
+        "completions": tidy(completions, COMPLETION_COLUMNS),
+        "positions": tidy(position_table(position_scores(model.pos)), POSITION_COLUMNS),
+    }
+
+
+def write_shortcut(model_path, settings_path, metrics_csv, offsets_csv, completions_csv,
+                   positions_csv, log=print) -> None:
+    """The experiment's analysis of one model: four tables, each written atomically."""
+    from .atomic import write_csv
+    from .train import load_model
+
+    settings = json.loads(open(settings_path).read())
+    model, spec = load_model(model_path)
+    log(f"[{spec['variant']} seed {spec['seed']}] positional table {model.cfg.pos_encoding}")
+    tables = shortcut_tables(model, spec, settings)
+    for name, path in (("metrics", metrics_csv), ("offsets", offsets_csv),
+                       ("completions", completions_csv), ("positions", positions_csv)):
+        write_csv(path, tables[name])
+    m = tables["metrics"].set_index("metric")["value"]
+    log(f"[{spec['variant']} seed {spec['seed']}] "
+        + ", ".join(f"{name} {value:.3f}" for name, value in m.items()))
+
+
+# ---------------------------------------------------------------- figures
+
+def offsets_figure(offsets: pd.DataFrame, task: TaskConfig):
+    """Mean attention against offset, one panel per model, one line per (seed, head);
+    the offsets of the target's copies (block_len − 1 back, then every block_len) are marked."""
+    import matplotlib.pyplot as plt
+
+    from .plots import STYLE
+
+    variants = list(dict.fromkeys(offsets["variant"]))
+    T = int(offsets["offset"].max()) + 1
+    copies = list(range(period_offset(task), T, task.block_len))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(variants), figsize=(max(3.4 * len(variants), 5.5), 2.8),
+                                 sharey=True, squeeze=False, constrained_layout=True)
+        for ax, variant in zip(axes[0], variants):
+            part = offsets[offsets["variant"] == variant]
+            n_seeds, n_heads = part["seed"].nunique(), len(part[["layer", "head"]].drop_duplicates())
+            for (_seed, layer, head), line in part.groupby(["seed", "layer", "head"]):
+                ax.plot(line["offset"], line["attention"], color=f"C{layer}", alpha=0.5, lw=1)
+            for c in copies:
+                ax.axvline(c, color="black", ls="--", lw=0.8)
+            ax.text(copies[0] + 0.3, 0.97, f"{copies[0]} back", transform=ax.get_xaxis_transform(),
+                    fontsize=7, va="top")
+            ax.set_title(f"{variant}: {n_heads} heads × {n_seeds} seed(s)")
+            ax.set_xlabel("offset i − j (query minus key position)")
+            ax.set_xticks(range(0, T, 2))
+        axes[0, 0].set_ylabel("mean attention weight")
+        n_layers = offsets["layer"].nunique()
+        if n_layers > 1:
+            for l in range(n_layers):
+                axes[0, -1].plot([], [], color=f"C{l}", label=f"layer {l}")
+            axes[0, -1].legend(fontsize=6)
+        fig.suptitle("Attention by relative offset: every head of every seed")
+    return fig
+
+
+def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
+    """The position–position score p pᵀ/√d of each model at ``seed`` (query rows, key
+    columns, causal part), with each row's argmax marked and the period offset dashed."""
+    import matplotlib.pyplot as plt
+
+    from .plots import STYLE
+
+    part = positions[positions["seed"] == seed]
+    variants = list(dict.fromkeys(part["variant"]))
+    T = int(part["query"].max()) + 1
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(variants), figsize=(max(3.6 * len(variants), 5.5), 3.4),
+                                 squeeze=False, constrained_layout=True)
+        for ax, variant in zip(axes[0], variants):
+            rows = part[part["variant"] == variant]
+            grid = np.full((T, T), np.nan)
+            grid[rows["query"], rows["key"]] = rows["score"]
+            lim = max(np.nanmax(np.abs(grid)), 1e-9)
+            im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+            best = rows[rows["is_row_argmax"] == 1.0]
+            ax.scatter(best["key"], best["query"], s=6, color="black", label="row argmax")
+            ax.plot([0, T - 1 - offset], [offset, T - 1], color="black", ls="--", lw=0.8,
+                    label=f"{offset} back")
+            ax.set_title(f"{variant} (seed {seed})")
+            ax.set_xlabel("key position j")
+            ax.set_ylabel("query position i")
+            fig.colorbar(im, ax=ax, shrink=0.8, label="p_i·p_j / √d")
+        axes[0, -1].legend(fontsize=6, loc="upper right")
+        fig.suptitle("Position–position term of the attention score")
+    return fig
+
+
+def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positions_png) -> None:
+    """Both figures from the stacked tables (the positional table of the first seed)."""
+    from .plots import save
+
+    task = TaskConfig.from_dict(json.loads(open(settings_path).read())["task"])
+    k = period_offset(task)
+    positions = pd.read_csv(positions_csv)
+    save(offsets_figure(pd.read_csv(offsets_csv), task), offsets_png)
+    save(positions_figure(positions, int(positions["seed"].min()), k), positions_png)

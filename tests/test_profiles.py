@@ -1,0 +1,48 @@
+"""The execution profiles in workflow/profiles/: both are accepted by the real
+``snakemake`` command (a dry run on the tiny config), so every key is a valid option."""
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import ROOT, snakemake_command, write_tiny_config
+
+PROFILES = ROOT / "workflow" / "profiles"
+
+
+@pytest.fixture(scope="module")
+def tiny_config(tmp_path_factory):
+    work = tmp_path_factory.mktemp("profiles")
+    write_tiny_config(work)
+    return work
+
+
+def dry_run(work, *args):
+    return subprocess.run(snakemake_command(work, "-n", *args), cwd=work,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", ["default", "slurm"])
+def test_profile_dry_run_succeeds(tiny_config, name):
+    proc = dry_run(tiny_config, "--profile", PROFILES / name)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert f"Using profile {PROFILES / name}" in output
+    assert "train" in output and "report" in output  # the jobs of a first run
+
+
+def test_default_profile_is_not_loaded_implicitly(tiny_config):
+    """Snakemake looks for profiles/default/ beside the Snakefile (the repository root)
+    and in the working directory, not in workflow/profiles/: the profile must be named."""
+    proc = dry_run(tiny_config)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "for setting default command line arguments" not in proc.stdout + proc.stderr
+
+
+def test_slurm_profile_sets_partition_not_account():
+    profile = yaml.safe_load((PROFILES / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    resources = profile["default-resources"]
+    assert resources["slurm_partition"]
+    assert "slurm_account" not in resources
+    assert resources["mem_mb"] > 0 and resources["runtime"] > 0
