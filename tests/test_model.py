@@ -183,3 +183,15 @@ def test_an_intervention_reading_head_outputs_gets_them_in_a_plain_forward():
     assert torch.allclose(m(tokens, KeysWithoutHead0()), logits, atol=1e-6)
     _, clean = m.run_with_cache(tokens)
     assert (ablated.pattern[1] - clean.pattern[1]).abs().max() > 1e-5  # the keys did change
+
+
+def test_fused_attention_kernel_gives_the_explicit_result():
+    tokens = torch.randint(0, 26, (6, 24), generator=torch.Generator().manual_seed(2))
+    for cfg in (ModelConfig(n_layers=2), ModelConfig(smear_layers=(0,))):
+        explicit, fused = build_model(cfg, 4), build_model(cfg, 4)
+        fused.attention_form = "sdpa"
+        out_e, out_f = explicit(tokens), fused(tokens)  # with gradients: the fused path
+        assert torch.allclose(out_f, out_e, atol=1e-5)
+        out_e.square().sum().backward()
+        out_f.square().sum().backward()
+        assert torch.allclose(fused.W_Q.grad, explicit.W_Q.grad, atol=1e-4)

@@ -167,23 +167,6 @@ class Intervention:
 
 NO_INTERVENTION = Intervention()
 
-ATTENTION_FORMS = ("explicit", "sdpa")
-
-
-def unweighted_attention(q, k, v, scale: float, mask: torch.Tensor, form: str) -> torch.Tensor:
-    """softmax(q kᵀ scale + mask) v [B, H, T, d] without keeping the pattern.
-
-    ``explicit``: the pattern as a tensor, as :meth:`AttentionOnlyTransformer.run_with_cache`;
-    on a CPU the fastest for 8-dimensional heads, eager or compiled (benchmarks/train_speed.py).
-    ``sdpa``: PyTorch's fused kernel, which never forms the pattern (for GPUs).
-    """
-    if form == "sdpa":
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
-    if form == "explicit":
-        return torch.softmax((q @ k.transpose(-1, -2)) * scale + mask, dim=-1) @ v
-    raise ValueError(f"attention form {form!r}; allowed: {ATTENTION_FORMS}")
-
-
 def _uniform_(param: torch.Tensor, fan_in: int, gen: torch.Generator | None) -> None:
     """``nn.Linear``'s default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in)
@@ -195,7 +178,9 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
-        # How attention is computed where no pattern is kept: see ``unweighted_attention``.
+        # "sdpa": PyTorch's fused attention kernel where no pattern is kept or edited (it
+        # pays on a GPU); "explicit": always the softmax pattern as a tensor, which for
+        # 8-dim heads on a CPU is faster, eager or compiled (benchmarks/train_speed.py).
         self.attention_form = "explicit"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
@@ -260,18 +245,16 @@ class AttentionOnlyTransformer(nn.Module):
         pos = self.pos[:T]
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
-        # Without a pattern to keep or edit, training takes ``attention_form``; evaluation
-        # (no gradient) takes the explicit form.
-        unweighted = (not keep_pattern and torch.is_grad_enabled()
-                      and type(intervention).pattern is Intervention.pattern)
+        fused = (self.attention_form == "sdpa" and not keep_pattern and torch.is_grad_enabled()
+                 and type(intervention).pattern is Intervention.pattern)
         for l in range(cfg.n_layers):
             q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
             q = q + pos
             if str(l) in self.smear_alpha and intervention.use_smear(l):
                 k = smear_keys(k, self.smear_alpha[str(l)])
             k = k + pos
-            if unweighted:
-                z = unweighted_attention(q, k, v, scale, mask, self.attention_form)
+            if fused:
+                z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
             else:
                 scores = (q @ k.transpose(-1, -2)) * scale + mask
                 pattern = intervention.pattern(l, torch.softmax(scores, dim=-1))
