@@ -5,7 +5,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, snakemake_command, write_tiny_config
+from conftest import ROOT, TINY_CONFIG, snakemake_command, write_tiny_config
 
 PROFILES = ROOT / "workflow" / "profiles"
 
@@ -46,3 +46,17 @@ def test_slurm_profile_sets_partition_not_account():
     assert resources["slurm_partition"]
     assert "slurm_account" not in resources
     assert resources["mem_mb"] > 0 and resources["runtime"] > 0
+
+
+def test_seeds_per_job_groups_the_seeds_of_each_variant_into_one_job(tmp_path):
+    config = yaml.safe_load(TINY_CONFIG.read_text())
+    config.update(seeds=[0, 1, 2], extra_rules=[])
+    config["train"]["seeds_per_job"] = 2
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    for variant in config["variants"]:
+        assert f"train_{variant}_seeds0_1 " in out and f"train_{variant}_seeds2 " in out
+    assert "\ntrain " not in out  # no per-seed training job

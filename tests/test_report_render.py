@@ -368,3 +368,14 @@ def test_mark_completion():
     for expected in (None, math.nan, ""):
         assert T.mark_completion("ABC", expected) == "<span class='letters'>ABC</span>"
     assert "&lt;" in T.mark_completion("<", "<") and "&lt;" in T.mark_completion("<", None)
+
+
+def test_title_page_lists_the_training_devices_and_torch_versions(tmp_path):
+    from inductionlab.report.render import training_environment
+
+    log = tmp_path / "train_log.csv"
+    pd.DataFrame({"device": ["cpu", "cuda:0 (GPU X)", "cpu"],
+                  "torch": ["2.13.0", "2.13.0", "2.13.0"]}).to_csv(log, index=False)
+    assert training_environment(log) == {"Training device": "cpu, cuda:0 (GPU X)",
+                                         "Training torch": "2.13.0"}
+    assert training_environment(tmp_path / "missing.csv") == {}
