@@ -6,16 +6,22 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from inductionlab.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, ClaimError,
-                                 evaluate_claim, evaluate_claims, load_claims, metric_value,
-                                 run_claims, scorecard)
+from inductionlab.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, ClaimError, Tables,
+                                 evaluate_claim, evaluate_claims, format_value, load_claims,
+                                 metric_value, run_claims, scorecard)
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
                "failure_modes", "ablations", "dynamics"}
 # tables a derived metric reads by itself, without a spec naming them
-IMPLICIT_TABLES = {"composition_with_top_head": {"head_scores", "composition"},
+IMPLICIT_TABLES = {"composition_with_role_head": {"head_scores", "composition"},
+                   "composition_margin_of_role_head": {"head_scores", "composition"},
                    "phase_change_gap": {"phase_change"}}
+# chance levels of uniform causal attention, T = 24 (the head-score table carries them per row)
+PREV, LOCAL, NEAREST, INDUCTION = 0.121, 0.310, 0.074, 0.127
+HEAD_COLUMNS = ["variant", "seed", "layer", "head", "previous_token", "previous_token_chance",
+                "nearest_copy", "nearest_copy_chance", "induction", "induction_chance", "local",
+                "local_chance", "roles"]
 
 
 def _frame(columns, rows):
@@ -50,26 +56,32 @@ def tables():
         ("smeared", 1, "ov", 0, 2, 0.3),
         ("smeared", 1, "ov", 0, 3, 0.4),
     ])
-    head_scores = _frame(["variant", "seed", "layer", "head", "previous_token", "period", "local",
-                          "roles"], [
-        ("smeared", 0, 0, 0, 0.1, 0.05, 0.8, "local"),
-        ("smeared", 0, 0, 1, 0.0, 0.6, 0.1, "induction"),
-        ("smeared", 0, 0, 2, 0.1, 0.4, 0.2, "induction"),
-        ("smeared", 0, 0, 3, 0.2, 0.1, 0.6, "local"),
-        ("smeared", 1, 0, 0, 0.1, 0.1, 0.1, ""),
-        ("two_layer", 0, 0, 0, 0.1, 0.0, 0.5, ""),
-        ("two_layer", 0, 0, 1, 0.3, 0.0, 0.5, ""),
-        ("two_layer", 0, 0, 2, 0.9, 0.0, 0.5, "previous_token"),  # top of layer 0
-        ("two_layer", 0, 0, 3, 0.2, 0.0, 0.5, ""),
-        ("two_layer", 0, 1, 0, 0.95, 0.7, 0.1, "induction"),  # higher, but in layer 1
-        ("two_layer", 0, 1, 1, 0.05, 0.6, 0.1, "induction"),
-    ])
+    # role thresholds (2 x chance, chance + 0.2): previous_token 0.321, nearest_copy 0.274,
+    # induction 0.327, local 0.62
+    head_scores = _frame(HEAD_COLUMNS, [
+        (*key, prev, PREV, near, NEAREST, ind, INDUCTION, local, LOCAL, roles)
+        for key, prev, near, ind, local, roles in [
+            (("smeared", 0, 0, 0), 0.1, 0.05, 0.1, 0.8, "local"),
+            (("smeared", 0, 0, 1), 0.0, 0.6, 0.7, 0.1, "induction"),
+            (("smeared", 0, 0, 2), 0.1, 0.4, 0.5, 0.2, "induction"),
+            (("smeared", 0, 0, 3), 0.2, 0.1, 0.1, 0.6, ""),
+            (("smeared", 1, 0, 0), 0.1, 0.1, 0.1, 0.1, ""),
+            (("two_layer", 0, 0, 0), 0.1, 0.0, 0.1, 0.5, ""),
+            (("two_layer", 0, 0, 1), 0.3, 0.0, 0.1, 0.5, ""),  # below the role threshold 0.321
+            (("two_layer", 0, 0, 2), 0.9, 0.0, 0.1, 0.5, "previous_token"),  # the role head
+            (("two_layer", 0, 0, 3), 0.2, 0.0, 0.1, 0.5, ""),
+            (("two_layer", 0, 1, 0), 0.95, 0.7, 0.8, 0.1, "induction"),  # higher, but in layer 1
+            (("two_layer", 0, 1, 1), 0.05, 0.6, 0.2, 0.1, ""),
+            (("two_layer", 1, 0, 0), 0.16, 0.0, 0.1, 0.5, ""),  # seed 1: no previous-token head
+            (("two_layer", 1, 0, 1), 0.30, 0.0, 0.1, 0.5, ""),
+        ]])
     composition = _frame(["variant", "seed", "kind", "layer", "head", "src_layer", "src_head",
                           "positivity_real"], [
         (*key, h, 0, p, value)
         for key, values in {
             ("two_layer", 0, "K", 1): {0: [0.1, 0.2], 1: [0.3, 0.4], 2: [0.97, 0.93], 3: [-0.5, 0.0]},
             ("two_layer", 0, "Q", 1): {0: [0.5, 0.5], 1: [0.5, 0.5], 2: [-0.8, -0.9], 3: [0.5, 0.5]},
+            ("two_layer", 1, "K", 1): {0: [0.95, 0.95], 1: [0.99, 0.99]},
         }.items()
         for p, per_head in values.items()
         for h, value in enumerate(per_head)
@@ -158,6 +170,8 @@ REPEATS = {"table": "behaviour", "column": "value",
     ("count_at_least", {"at_least": 0.5}, 0.0),
     ("count_at_most", {"at_most": 0.004}, 2.0),  # inclusive
     ("count_at_most", {"at_most": -1.0}, 0.0),
+    ("count_above", {"above": 0.004}, 1.0),  # strict
+    ("count_below", {"below": 0.004}, 1.0),  # strict
 ])
 def test_reduce(tables, reduce, extra, expected):
     spec = {**REPEATS, "reduce": reduce, **extra}
@@ -171,13 +185,16 @@ def test_where_list_means_any_of(tables):
 
 def test_count_reduces_on_the_shipped_style_claims(tables):
     copying = {"table": "circuits", "where": {"circuit": "ov"}, "column": "positivity_real"}
-    two_copying = claim({**copying, "reduce": "count_at_least", "at_least": 0.9}, "==", 2,
+    two_copying = claim({**copying, "reduce": "count_above", "above": 0.5}, "==", 2,
                         variant="smeared")
-    two_anti = claim({**copying, "reduce": "count_at_most", "at_most": -0.5}, "==", 2,
+    two_anti = claim({**copying, "reduce": "count_below", "below": -0.5}, "==", 2,
                      variant="smeared")
     assert evaluate_claim(two_copying, tables, 0)["status"] == HOLDS
     assert evaluate_claim(two_copying, tables, 1)["status"] == FAILS
-    assert evaluate_claim(two_anti, tables, 0)["status"] == HOLDS
+    # strictly below -0.5: head 3 (-0.5) is not anti-copying, head 0 (-0.7) is
+    assert evaluate_claim(two_anti, tables, 0)["value"] == 1
+    assert metric_value(tables, {**copying, "reduce": "count_at_most", "at_most": -0.5},
+                        "smeared", 0) == 2
 
 
 def test_several_rows_without_reduce_is_an_error(tables):
@@ -224,29 +241,39 @@ def test_ratio(tables):
     assert row["status"] == NOT_MEASURED and "zero" in row["note"]
 
 
-def _phase_change(step_a, step_b):
-    return {"phase_change": _frame(["variant", "seed", "metric", "step", "value"], [
-        ("two_layer", 0, "period_score_crossing", step_a, 0.3),
-        ("two_layer", 0, "steepest_drop_loss_pred", step_b, -0.01),
+def _phase_change(step_a, step_b, note=""):
+    return {"phase_change": _frame(["variant", "seed", "metric", "step", "value", "note"], [
+        ("two_layer", 0, "induction_rise", step_a, 0.3, note),
+        ("two_layer", 0, "steepest_drop_loss_pred", step_b, -0.01, ""),
     ])}
 
 
+PHASE = {"derived": "phase_change_gap", "a": "induction_rise", "b": "steepest_drop_loss_pred"}
+
+
 def test_phase_change_gap():
-    metric = {"derived": "phase_change_gap", "a": "period_score_crossing",
-              "b": "steepest_drop_loss_pred"}
+    metric = PHASE
     gap = metric_value(_phase_change(99, 199), metric, "two_layer", 0)
     assert gap == pytest.approx(math.log(2))
     assert metric_value(_phase_change(199, 99), metric, "two_layer", 0) == pytest.approx(math.log(2))
     # a CSV column holding "never" is read as strings
     assert metric_value(_phase_change("299", "299"), metric, "two_layer", 0) == 0.0
-    # a detector that never fired: infinitely far apart, the claim fails (it was measured)
+    # the loss never dropped steeply: infinitely far apart, the claim fails (it was measured)
     row = evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"),
-                         _phase_change("never", "120"), 0)
+                         _phase_change("120", "never"), 0)
     assert row["status"] == FAILS and row["value"] == math.inf
     # no phase_change table, or no row for the seed: not measured
     assert evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"), {}, 0)["status"] == NOT_MEASURED
     assert evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"),
                           _phase_change(99, 199), 1)["status"] == NOT_MEASURED
+
+
+def test_phase_change_without_an_induction_head_is_not_measured_with_its_reason():
+    why = "no induction head formed: the best head's final induction score 0.14 is 0.013 above chance"
+    for compare in ("<=", ">"):
+        row = evaluate_claim(claim(PHASE, compare, 0.6931, variant="two_layer"),
+                             _phase_change("none formed", "120", note=why), 0)
+        assert row["status"] == NOT_MEASURED and why in row["note"]
 
 
 def _selected(compare, threshold, measure_column, reduce="min", measure_where=None):
@@ -259,18 +286,30 @@ def _selected(compare, threshold, measure_column, reduce="min", measure_where=No
 
 
 def test_over_selected_heads(tables):
-    # copying heads (ov >= 0.9): heads 1 and 2, periods 0.6 and 0.4
-    assert metric_value(tables, _selected(">=", 0.9, "period"), "smeared", 0) == pytest.approx(0.4)
-    assert metric_value(tables, _selected(">=", 0.9, "period", "max"), "smeared", 0) == pytest.approx(0.6)
+    # copying heads (ov > 0.5): heads 1 and 2, nearest-copy scores 0.6 and 0.4
+    assert metric_value(tables, _selected(">", 0.5, "nearest_copy"), "smeared", 0) == pytest.approx(0.4)
+    assert metric_value(tables, _selected(">", 0.5, "nearest_copy", "max"), "smeared", 0) == pytest.approx(0.6)
     # anti-copying heads (ov <= -0.5): heads 0 and 3, local 0.8 and 0.6
     assert metric_value(tables, _selected("<=", -0.5, "local"), "smeared", 0) == pytest.approx(0.6)
     assert metric_value(tables, _selected("<", -0.5, "local"), "smeared", 0) == pytest.approx(0.8)
 
 
+def test_selection_by_role_compares_each_head_with_its_own_chance(tables):
+    by_role = {"derived": "over_selected_heads",
+               "select": {"table": "head_scores", "column": "induction", "compare": ">=",
+                          "threshold": "role"},
+               "measure": {"table": "head_scores", "column": "nearest_copy"}, "reduce": "min"}
+    # induction role threshold max(2 x 0.127, 0.327) = 0.327: heads 1 (0.7) and 2 (0.5)
+    assert metric_value(tables, by_role, "smeared", 0) == pytest.approx(0.4)
+    # a stricter rule leaves head 1 only
+    strict = Tables(tables, {"times_chance": 5.0, "above_chance": 0.2})
+    assert metric_value(strict, by_role, "smeared", 0) == pytest.approx(0.6)
+
+
 def test_over_selected_heads_with_no_head_selected_is_not_measured(tables):
-    metric = _selected(">=", 0.9, "period")
+    metric = _selected(">", 0.5, "nearest_copy")
     with pytest.raises(LookupError, match="no head"):
-        metric_value(tables, metric, "smeared", 1)  # seed 1: no ov >= 0.9
+        metric_value(tables, metric, "smeared", 1)  # seed 1: no ov > 0.5
     for compare in ("<", ">="):
         row = evaluate_claim(claim(metric, compare, 0.3, variant="smeared"), tables, 1)
         assert row["status"] == NOT_MEASURED and "no head" in row["note"]
@@ -278,33 +317,120 @@ def test_over_selected_heads_with_no_head_selected_is_not_measured(tables):
 
 def test_over_selected_heads_without_measure_rows_for_the_heads_is_not_measured(tables):
     # heads 1 and 2 of layer 0 are selected; the measure only has rows of layer 1
-    metric = _selected(">=", 0.9, "period", measure_where={"layer": 1})
+    metric = _selected(">", 0.5, "nearest_copy", measure_where={"layer": 1})
     tables["head_scores"] = pd.concat([tables["head_scores"], _frame(
-        ["variant", "seed", "layer", "head", "previous_token", "period", "local", "roles"],
-        [("smeared", 0, 1, 0, 0.0, 0.9, 0.0, "")])])
+        HEAD_COLUMNS, [("smeared", 0, 1, 0, 0.0, PREV, 0.9, NEAREST, 0.9, INDUCTION, 0.0, LOCAL, "")])])
     row = evaluate_claim(claim(metric, ">=", 0.3, variant="smeared"), tables, 0)
     assert row["status"] == NOT_MEASURED
 
 
-def test_composition_with_top_head_picks_the_top_head_of_src_layer(tables):
-    metric = {"derived": "composition_with_top_head", "kind": "K", "layer": 1, "src_layer": 0,
-              "by": "previous_token", "reduce": "min"}
-    # layer 0's top previous-token head is head 2 (0.9; layer 1 head 0 has 0.95 but is not
-    # in src_layer): the K terms of layer 1's heads with it are 0.97 and 0.93
-    assert metric_value(tables, metric, "two_layer", 0) == pytest.approx(0.93)
-    assert metric_value(tables, {**metric, "reduce": "max"}, "two_layer", 0) == pytest.approx(0.97)
-    assert metric_value(tables, {**metric, "kind": "Q"}, "two_layer", 0) == pytest.approx(-0.9)
-    row = evaluate_claim(claim(metric, ">=", 0.9, variant="two_layer"), tables, 0)
+ROLE_K = {"derived": "composition_with_role_head", "kind": "K", "layer": 1, "src_layer": 0,
+          "role": "previous_token", "reduce": "min"}
+MARGIN_K = {"derived": "composition_margin_of_role_head", "kind": "K", "layer": 1, "src_layer": 0,
+            "role": "previous_token"}
+
+
+def test_composition_with_role_head_uses_the_head_that_has_the_role(tables):
+    # layer 0's previous-token head is head 2 (0.9 >= 0.321; layer 1 head 0 has 0.95 but is
+    # not in src_layer): the K terms of layer 1's heads with it are 0.97 and 0.93
+    assert metric_value(tables, ROLE_K, "two_layer", 0) == pytest.approx(0.93)
+    assert metric_value(tables, {**ROLE_K, "reduce": "max"}, "two_layer", 0) == pytest.approx(0.97)
+    assert metric_value(tables, {**ROLE_K, "kind": "Q"}, "two_layer", 0) == pytest.approx(-0.9)
+    # per layer-1 head: 0.97 - 0.3 and 0.93 - 0.4; the least is 0.53
+    assert metric_value(tables, MARGIN_K, "two_layer", 0) == pytest.approx(0.53)
+    row = evaluate_claim(claim(ROLE_K, ">=", 0.9, variant="two_layer"), tables, 0)
     assert row["status"] == HOLDS
 
 
-def test_composition_with_top_head_without_composition_rows_is_not_measured(tables):
-    metric = {"derived": "composition_with_top_head", "kind": "V", "layer": 1, "src_layer": 0,
-              "by": "previous_token", "reduce": "min"}
+def test_claim_on_a_role_no_head_has_is_not_measured(tables):
+    # seed 1: the best layer-0 previous-token score is 0.30, below its role threshold 0.321,
+    # although a composition table exists and its terms would pass
+    for compare in (">=", "<"):
+        row = evaluate_claim(claim(ROLE_K, compare, 0.9, variant="two_layer"), tables, 1)
+        assert row["status"] == NOT_MEASURED
+        assert "no layer-0 head has the previous_token role" in row["note"]
+        assert "0.300" in row["note"] and "0.321" in row["note"]
+
+
+def test_also_conditions_must_hold_too(tables):
+    c = {**claim(ROLE_K, ">=", 0.9, variant="two_layer"),
+         "also": [{"label": "margin", "metric": MARGIN_K, "compare": ">", "threshold": 0.6}]}
+    row = evaluate_claim(c, tables, 0)
+    assert row["status"] == FAILS and row["value"] == pytest.approx(0.93)
+    assert "margin 0.53" in row["note"] and "needs > 0.6" in row["note"]
+    c["also"][0]["threshold"] = 0.5
+    assert evaluate_claim(c, tables, 0)["status"] == HOLDS
+
+
+def test_composition_with_role_head_without_composition_rows_is_not_measured(tables):
+    metric = {**ROLE_K, "kind": "V"}
     assert evaluate_claim(claim(metric, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
     del tables["composition"]
-    metric["kind"] = "K"
-    assert evaluate_claim(claim(metric, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
+    assert evaluate_claim(claim(ROLE_K, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
+
+
+def _role_claim(column, where=None, compare=">="):
+    spec = {"table": "head_scores", "column": column, "reduce": "max", **({"where": where} if where else {})}
+    return {**claim(spec, compare, "role", variant="two_layer"),
+            "chance": {**spec, "column": f"{column}_chance"}}
+
+
+def test_role_threshold_claim_reads_the_chance_level(tables):
+    # seed 0 layer 0: best previous-token score 0.9 against chance 0.121 (threshold 0.321)
+    row = evaluate_claim(_role_claim("previous_token", {"layer": 0}), tables, 0)
+    assert row["status"] == HOLDS and row["chance"] == pytest.approx(PREV)
+    assert row["threshold_value"] == pytest.approx(PREV + 0.2)
+    # seed 1: 0.30 is more than twice chance but not chance + 0.2
+    row = evaluate_claim(_role_claim("previous_token", {"layer": 0}), tables, 1)
+    assert row["status"] == FAILS
+    # twice chance binds when chance is above 0.2
+    rules = {"times_chance": 2.0, "above_chance": 0.2}
+    high = Tables(tables, rules)
+    high["head_scores"] = tables["head_scores"].assign(local_chance=0.3)
+    row = evaluate_claim(_role_claim("local"), high, 0)
+    assert row["threshold_value"] == pytest.approx(0.6) and row["status"] == FAILS
+
+
+def test_value_at_its_chance_level_is_flagged(tables):
+    # seed 1 layer 0: best previous-token 0.30 vs chance 0.121 is not at chance; local 0.5
+    # vs 0.31 is not either; a value within 0.05 of chance is
+    t = dict(tables)
+    t["head_scores"] = tables["head_scores"].assign(previous_token_chance=0.28)
+    row = evaluate_claim(_role_claim("previous_token", {"layer": 0}), t, 1)
+    assert row["at_chance"] and row["status"] == FAILS
+    assert not evaluate_claim(_role_claim("previous_token", {"layer": 0}), tables, 1)["at_chance"]
+    card = scorecard([_role_claim("previous_token", {"layer": 0})],
+                     evaluate_claims([_role_claim("previous_token", {"layer": 0})], t, [1])).iloc[0]
+    assert "(at chance)" in card["values"] and "at its chance level in 1 of 1" in card["notes"]
+    assert card["chance"] == "0.28"
+    assert card["test"].startswith("≥ role threshold")
+
+
+def test_chance_excess_ratio():
+    tables = {"ablations": _frame(["variant", "seed", "ablation", "first_block_mean_L1",
+                                   "first_block_chance_L1"], [
+        ("two_layer", 0, "baseline", 0.256, 0.056),
+        ("two_layer", 0, "plus_q_L1", 0.096, 0.056),
+        ("two_layer", 1, "baseline", 0.09, 0.056),  # only 0.034 above chance
+        ("two_layer", 1, "plus_q_L1", 0.06, 0.056),
+    ])}
+    col = lambda name: {"table": "ablations", "where": {"ablation": name}, "column": "first_block_mean_L1"}  # noqa: E731
+    metric = {"derived": "chance_excess_ratio", "a": col("plus_q_L1"), "b": col("baseline"),
+              "chance": {**col("baseline"), "column": "first_block_chance_L1"}, "min_excess": 0.05}
+    assert metric_value(tables, metric, "two_layer", 0) == pytest.approx(0.04 / 0.2)
+    row = evaluate_claim(claim(metric, "<=", 0.5, variant="two_layer"), tables, 1)
+    assert row["status"] == NOT_MEASURED and "nothing to remove" in row["note"]
+
+
+@pytest.mark.parametrize("value, compare, threshold, text", [
+    (0.2996, ">=", 0.3, "0.2996"),
+    (-0.99976, "<=", -1.0, "-0.9998"),  # "-1" would satisfy "<= -1"
+    (0.1234, ">=", 0.3, "0.123"),
+    (2.0, "==", 2, "2"),
+    (math.inf, "<=", 0.69, "∞"),
+])
+def test_format_value_never_reads_the_other_way(value, compare, threshold, text):
+    assert format_value(value, compare, threshold) == text
 
 
 # ---------------------------------------------------------------- scorecard
@@ -335,7 +461,8 @@ def test_scorecard_counts_not_measured_seeds(tables):
 def test_scorecard_with_no_seed_measured(tables):
     claims = [claim({"table": "ablations", "column": "value"}, ">", 0.0, id="absent")]
     card = scorecard(claims, evaluate_claims(claims, tables, [0, 1])).iloc[0]
-    assert card["verdict"] == "holds in 0 of 2 seeds (2 not measured)"
+    assert card["verdict"] == "not measured in 2 of 2 seeds"
+    assert card["notes"] == "not measured: no table 'ablations'"
     assert card["values"] == "–, –"
 
 
@@ -347,17 +474,18 @@ def test_run_claims_reads_tables_by_file_stem(tmp_path, tables):
     claims_yaml = tmp_path / "claims.yaml"
     claims_yaml.write_text(yaml.safe_dump({"claims": [
         claim(ACC, "<", 0.5, id="acc"),
-        claim({"table": "head_scores", "column": "period", "reduce": "max"}, ">=", 0.3, id="period"),
+        claim({"table": "head_scores", "column": "induction", "reduce": "max"}, ">=", 0.3, id="induction"),
     ]}))
     run_claims(claims_yaml, paths, tmp_path / "claims.csv", tmp_path / "scorecard.csv")
     results = pd.read_csv(tmp_path / "claims.csv")
     assert sorted(results["seed"].unique()) == [0, 1, 2]  # every seed of any table
     acc = results[results["claim"] == "acc"].set_index("seed")["status"]
     assert acc.to_dict() == {0: HOLDS, 1: FAILS, 2: FAILS}
-    assert set(results.loc[results["claim"] == "period", "status"]) == {NOT_MEASURED}
+    assert set(results.loc[results["claim"] == "induction", "status"]) == {NOT_MEASURED}
     card = pd.read_csv(tmp_path / "scorecard.csv").set_index("claim")
     assert card.loc["acc", "verdict"] == "holds in 1 of 3 seeds"
-    assert card.loc["period", "verdict"] == "holds in 0 of 3 seeds (3 not measured)"
+    assert card.loc["induction", "verdict"] == "not measured in 3 of 3 seeds"
+    assert "no table 'head_scores'" in card.loc["induction", "notes"]
 
 
 # ---------------------------------------------------------------- claims.yaml
@@ -413,9 +541,12 @@ def test_shipped_claims_load_and_name_known_tables():
         allowed = TABLE_NAMES | IMPLICIT_TABLES.get(metric.get("derived"), set())
         assert tables and tables <= allowed, (c["id"], tables)
         reduce = metric.get("reduce")
-        assert reduce in (None, "min", "max", "mean", "count_at_least", "count_at_most"), c["id"]
-        if reduce == "count_at_least":
-            assert "at_least" in metric, c["id"]
-        if reduce == "count_at_most":
-            assert "at_most" in metric, c["id"]
+        assert reduce in (None, "min", "max", "mean", "count_above", "count_below"), c["id"]
+        assert c.get("measure"), c["id"]
+        if c["threshold"] == "role":
+            assert "chance" in c, c["id"]
+        if reduce == "count_above":
+            assert "above" in metric, c["id"]
+        if reduce == "count_below":
+            assert "below" in metric, c["id"]
         assert isinstance(c["threshold"], (int, float)), c["id"]

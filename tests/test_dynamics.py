@@ -3,27 +3,32 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib import pyplot as plt
 
 from conftest import tiny_spec
 from inductionlab.behaviour import write_behaviour
 from inductionlab.circuits import write_circuits
-from inductionlab.dynamics import (DYNAMICS_COLUMNS, NEVER, PHASE_COLUMNS, first_crossing,
-                                   per_token_loss_pca, phase_change_table, pca, steepest_drop,
-                                   write_dynamics, write_per_token_loss_pca,
+from inductionlab.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
+                                   NEVER, NO_LAYER_NOTE, NONE_FORMED, PHASE_COLUMNS,
+                                   best_induction_heads, induction_layers, induction_rise,
+                                   per_token_loss_pca, phase_change_table, pca, read_phase_change,
+                                   steepest_drop, write_dynamics, write_per_token_loss_pca,
                                    write_phase_change_table)
-from inductionlab.dynamics_plots import write_dynamics_figures
+from inductionlab.dynamics_plots import phase_change_figure, write_dynamics_figures
+from inductionlab.plots import write_figure
 from inductionlab.train import checkpoint_steps, load_model, train
 from inductionlab.weights import save_weights
 
-DYNAMICS = {"eval_size": 8, "period_threshold": 0.5, "drop_smoothing": 0.25, "min_drop_rate": 0.1}
+DYNAMICS = {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
+            "drop_smoothing": 0.25, "min_drop_rate": 0.1}
 
 
 def _behaviour_settings(task):
     return {"eval_seed": 11, "n_sequences": 48, "n_random_prompts": 4,
             "random_prompt_lengths": [6, 12], "failure_samples": 1, "failure_prompt_len": 12,
             "prompts": [{"prompt": "ABCDEFABCDEF"}],
-            "roles": {"previous_token_min": 0.5, "period_min": 0.3, "prefix_matching_min": 0.3,
-                      "local_window": 3, "local_min": 0.6, "copying_margin": 0.5},
+            "roles": {"times_chance": 2.0, "above_chance": 0.2, "local_window": 3,
+                      "copying_margin": 0.5},
             "task": task}
 
 
@@ -63,8 +68,11 @@ def test_dynamics_covers_every_checkpoint(staged):
     steps = checkpoint_steps(20, spec["train"]["n_checkpoints"])
     assert sorted(frame["step"].unique()) == steps
     per_step = frame.groupby("step").size()
-    # 4 scalars + 23 positions + 5 scores x 8 heads + direct + 8 OV + 2 OV sums + 8 QK
-    assert (per_step == 4 + 23 + 5 * 8 + 1 + 8 + 2 + 8).all()
+    # 4 scalars + 23 positions + 7 scores x 8 heads + 6 chance levels x 2 layers + best
+    # induction + direct + 8 OV + 2 OV sums + 8 QK
+    assert len(HEAD_SCORES) == 7 and len(CHANCE_METRICS) == 6
+    assert (per_step == 4 + 23 + 7 * 8 + 6 * 2 + 1 + 1 + 8 + 2 + 8).all()
+    assert not frame["metric"].str.contains("period").any()
     assert not frame.duplicated(["step", "metric", "layer", "head", "position"]).any()
     assert (frame["variant"] == "two_layer").all() and (frame["seed"] == 0).all()
 
@@ -87,10 +95,22 @@ def test_final_checkpoint_equals_the_behaviour_stage(staged):
     _, folder, _ = staged
     final = _final(folder)
     heads = pd.read_csv(folder / "head_scores.csv").set_index(["layer", "head"]).sort_index()
-    for metric in ("previous_token", "period", "prefix_matching", "local", "copying"):
+    assert set(HEAD_SCORES) == {"induction", "nearest_copy", "first_block", "previous_token",
+                                "local", "prefix_matching", "copying"}
+    for metric in HEAD_SCORES:
         ours = final[final["metric"] == metric].set_index(["layer", "head"])["value"].sort_index()
         assert ours.index.equals(heads.index)
         assert (ours.to_numpy() == heads[metric].to_numpy()).all(), metric
+    layer_chance = heads.groupby(level="layer").first()
+    for metric in CHANCE_METRICS:
+        ours = final[final["metric"] == metric]
+        assert (ours["head"] == -1).all() and ours["layer"].tolist() == [0, 1], metric
+        assert (ours["value"].to_numpy() == layer_chance[metric].to_numpy()).all(), metric
+    assert final.loc[final["metric"] == "induction_chance", "value"].iloc[0] == pytest.approx(
+        0.127, abs=5e-4)  # SCIENCE.md: all copies, T = 24
+    best = final[final["metric"] == BEST_INDUCTION]
+    assert best[["layer", "head"]].values.tolist() == [[-1, -1]]
+    assert best["value"].item() == heads.loc[1, "induction"].max()  # layer 1 only
     summary = pd.read_csv(folder / "behaviour.csv").set_index("metric")["value"]
     for metric in ("loss_all", "loss_pred", "acc_pred", "icl_score"):
         assert final.loc[final["metric"] == metric, "value"].item() == summary[metric], metric
@@ -123,6 +143,15 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     phase = write_phase_change_table([folder / "phase_change.csv", other / "phase_change.csv"],
                                      tmp_path / "phase.csv")
     assert list(phase.columns) == PHASE_COLUMNS and len(phase) == 4
+    # a 1-layer model without smeared keys has no layer that can form an induction head
+    assert not (pd.read_csv(other / "dynamics.csv")["metric"] == BEST_INDUCTION).any()
+    rise = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "induction_rise")].iloc[0]
+    assert rise["step"] == NONE_FORMED and rise["note"] == NO_LAYER_NOTE
+    assert (rise["layer"], rise["head"]) == (-1, -1) and np.isnan(rise["value"])
+    assert rise["chance"] == pytest.approx(0.127, abs=5e-4)
+    reread = read_phase_change(tmp_path / "phase.csv")
+    assert reread["step"].map(type).eq(str).all()
+    assert reread.loc[reread["metric"] == "steepest_drop_loss_pred", "note"].eq("").all()
 
 
 def test_pca_rejects_different_evaluation_sets(staged, tmp_path):
@@ -176,34 +205,160 @@ def test_flat_curves_say_never():
     assert steepest_drop(STEPS, np.full(len(STEPS), 2.5))[0] == NEVER
     assert steepest_drop(STEPS, np.linspace(2.0, 2.5, len(STEPS)))[0] == NEVER  # rising
     assert steepest_drop([0], [3.0])[0] == NEVER
-    assert first_crossing(STEPS, np.full(len(STEPS), 0.2), 0.5) == (NEVER, None)
 
 
-def test_first_crossing_is_the_first_checkpoint_above_threshold():
-    values = np.where(STEPS >= 1579, 0.9, 0.1)
-    step, i = first_crossing(STEPS, values, 0.5)
-    assert step == 1579 and STEPS[i] == 1579
-    assert first_crossing([0, 10, 20], [0.2, 0.5, 0.51], 0.5)[0] == 20  # strictly above
+def test_induction_layers():
+    assert induction_layers({"n_layers": 1, "smear_layers": []}) == []
+    assert induction_layers({"n_layers": 1, "smear_layers": [0]}) == [0]
+    assert induction_layers({"n_layers": 2}) == [1]
+    assert induction_layers({"n_layers": 3, "smear_layers": [0]}) == [0, 1, 2]
 
 
-def test_phase_change_table_of_a_synthetic_model():
+CHANCE = 0.125
+FINAL = 0.625  # chance + 0.5 x (final - chance) = 0.375 exactly
+
+
+def _rising(steps=STEPS):
+    """A best induction score at chance until step 886, 0.374 at 1053 (just below the
+    midpoint 0.375), 0.375 at 1438 (exactly on it), then FINAL."""
+    return np.select([steps < 1053, steps == 1053, steps == 1438], [CHANCE, 0.374, 0.375], FINAL)
+
+
+def _synthetic(induction, n_layers=2, best=(1, 2), decoy=None, seed=3, variant="v", steps=STEPS):
+    """A dynamics frame: loss_pred dropping around step 1000, the induction score
+    ``induction`` (one value per step) on head ``best`` = (layer, head), 0.1 on every
+    other head, ``decoy`` = (layer, head, value) a constant score elsewhere, and the
+    induction chance level on every layer."""
     rows = []
-    period = np.where(STEPS >= 1053, 0.8, 0.05)
-    for s, loss, p in zip(STEPS, _sigmoid_drop(STEPS, 1000), period):
+    for k, (s, loss) in enumerate(zip(steps, _sigmoid_drop(steps, 1000))):
         rows.append({"step": s, "metric": "loss_pred", "layer": -1, "head": -1, "value": loss})
-        rows += [{"step": s, "metric": "period", "layer": 1, "head": h,
-                  "value": p if h == 2 else 0.1} for h in range(4)]
-    frame = pd.DataFrame(rows).assign(variant="v", seed=3, position=-1)
-    table = phase_change_table(frame, DYNAMICS, block_len=6)
+        for l in range(n_layers):
+            rows.append({"step": s, "metric": "induction_chance", "layer": l, "head": -1,
+                         "value": CHANCE})
+            for h in range(4):
+                value = induction[k] if (l, h) == best else 0.1
+                if decoy is not None and (l, h) == decoy[:2]:
+                    value = decoy[2]
+                rows.append({"step": s, "metric": "induction", "layer": l, "head": h, "value": value})
+    return pd.DataFrame(rows).assign(variant=variant, seed=seed, position=-1)
+
+
+def test_induction_rise_fires_at_the_midpoint_of_a_two_layer_model():
+    # a layer-0 head at 0.9 throughout must not count: layer 0 cannot form an induction head
+    frame = _synthetic(_rising(), n_layers=2, best=(1, 2), decoy=(0, 1, 0.9))
+    table = phase_change_table(frame, DYNAMICS, 6, induction_layers({"n_layers": 2}))
     assert list(table.columns) == PHASE_COLUMNS
     table = table.set_index("metric")
     assert 886 <= table.loc["steepest_drop_loss_pred", "step"] <= 1053
-    crossing = table.loc["period_score_crossing"]
-    assert crossing["step"] == 1053 and (crossing["layer"], crossing["head"]) == (1, 2)
-    assert "A[i, i - 5]" in crossing["definition"] and "ln(step + 1)" in table.loc[
-        "steepest_drop_loss_pred", "definition"]
-    flat = frame.assign(value=0.1)
-    assert (phase_change_table(flat, DYNAMICS, 6)["step"] == NEVER).all()
+    assert np.isnan(table.loc["steepest_drop_loss_pred", "chance"])
+    assert table.loc["steepest_drop_loss_pred", "note"] == ""
+    rise = table.loc["induction_rise"]
+    assert rise["step"] == 1438
+    assert rise["value"] == 0.375 and rise["chance"] == CHANCE
+    assert (rise["layer"], rise["head"]) == (1, 2) and rise["note"] == ""
+    assert "chance + 0.5 x (final - chance)" in rise["definition"]
+    assert "layer 1," in rise["definition"] and "< 0.1" in rise["definition"]
+    assert "ln(step + 1)" in table.loc["steepest_drop_loss_pred", "definition"]
+
+
+def test_induction_rise_of_a_smeared_one_layer_model_and_its_settings():
+    frame = _synthetic(_rising(), n_layers=1, best=(0, 3))
+    layers = induction_layers({"n_layers": 1, "smear_layers": [0]})
+    rise = phase_change_table(frame, DYNAMICS, 6, layers).set_index("metric").loc["induction_rise"]
+    assert rise["step"] == 1438 and (rise["layer"], rise["head"]) == (0, 3)
+    # a quarter of the way (0.25): 0.374 at 1053 is enough
+    early = {**DYNAMICS, "induction_rise_fraction": 0.25}
+    rise = phase_change_table(frame, early, 6, layers).set_index("metric").loc["induction_rise"]
+    assert rise["step"] == 1053 and rise["value"] == 0.374
+    assert "chance + 0.25 x (final - chance)" in rise["definition"]
+    # the same gain (0.5) against a higher bar: none formed
+    strict = {**DYNAMICS, "min_induction_gain": 0.6}
+    rise = phase_change_table(frame, strict, 6, layers).set_index("metric").loc["induction_rise"]
+    assert rise["step"] == NONE_FORMED
+
+
+def test_flat_induction_score_says_none_formed():
+    flat = np.where(STEPS >= 1053, CHANCE + 0.05, CHANCE)
+    frame = _synthetic(flat, n_layers=2, best=(1, 0))
+    rise = phase_change_table(frame, DYNAMICS, 6, [1]).set_index("metric").loc["induction_rise"]
+    assert rise["step"] == NONE_FORMED
+    assert rise["value"] == pytest.approx(0.175) and (rise["layer"], rise["head"]) == (1, 0)
+    assert rise["note"] == ("no induction head formed: the best head's final induction score "
+                            "0.175 (L1H0) is 0.050 above chance 0.125 (< 0.1)")
+    below = induction_rise(pd.DataFrame({"step": [0, 10], "value": [0.125, 0.1],
+                                         "layer": [1, 1], "head": [0, 0]}), CHANCE)
+    assert below["step"] == NONE_FORMED and "is 0.025 below chance 0.125" in below["note"]
+
+
+def test_one_layer_model_without_smear_says_no_layer_can_form_one():
+    frame = _synthetic(_rising(), n_layers=1, best=(0, 2))
+    layers = induction_layers({"n_layers": 1, "smear_layers": []})
+    table = phase_change_table(frame, DYNAMICS, 6, layers).set_index("metric")
+    rise = table.loc["induction_rise"]
+    assert rise["step"] == NONE_FORMED
+    assert rise["note"] == "no layer can form an induction head (needs layer >= 1 or smeared keys)"
+    assert np.isnan(rise["value"]) and (rise["layer"], rise["head"]) == (-1, -1)
+    assert rise["chance"] == CHANCE
+    assert isinstance(table.loc["steepest_drop_loss_pred", "step"], int)  # the loss still counts
+
+
+def test_best_induction_heads_follow_the_best_head():
+    induction = np.where(STEPS >= 1053, 0.8, 0.2)
+    frame = _synthetic(induction, n_layers=2, best=(1, 2), decoy=(1, 0, 0.5))
+    best = best_induction_heads(frame, [1])
+    assert best["step"].tolist() == list(STEPS)
+    assert best.loc[best["step"] < 1053, "head"].eq(0).all()
+    assert best.loc[best["step"] >= 1053, "head"].eq(2).all()
+    assert best_induction_heads(frame, []).empty
+
+
+def _study_tables(tmp_path):
+    """Aggregated dynamics and phase_change tables: a 2-layer variant with two seeds
+    (one formed an induction head, one did not) and a 1-layer variant."""
+    frames, phases = [], []
+    for variant, seed, curve in (("two_layer", 0, _rising()),
+                                 ("two_layer", 1, np.full(len(STEPS), CHANCE)),
+                                 ("one_layer", 0, _rising())):
+        n_layers = 2 if variant == "two_layer" else 1
+        layers = induction_layers({"n_layers": n_layers})
+        frame = _synthetic(curve, n_layers=n_layers, best=(n_layers - 1, 2), seed=seed,
+                           variant=variant)
+        best = best_induction_heads(frame, layers)
+        frame = pd.concat([frame, best.assign(metric=BEST_INDUCTION, layer=-1, head=-1, position=-1,
+                                              variant=variant, seed=seed)])
+        frames.append(frame[DYNAMICS_COLUMNS])
+        phases.append(phase_change_table(frame, DYNAMICS, 6, layers))
+    pd.concat(frames).to_csv(tmp_path / "dynamics.csv", index=False)
+    pd.concat(phases).to_csv(tmp_path / "phase_change.csv", index=False)
+    return tmp_path / "dynamics.csv", tmp_path / "phase_change.csv"
+
+
+def test_phase_change_figure(tmp_path):
+    dynamics_csv, phase_csv = _study_tables(tmp_path)
+    dynamics, phase = pd.read_csv(dynamics_csv), read_phase_change(phase_csv)
+    assert phase.set_index(["variant", "seed", "metric"]).loc[
+        ("two_layer", 1, "induction_rise"), "step"] == NONE_FORMED
+    two = lambda f: f[f["variant"] == "two_layer"]  # noqa: E731
+    fig = phase_change_figure(two(dynamics), two(phase), "two_layer")
+    left, right = fig.axes[:2]
+    assert left.get_xscale() == "log" and left.get_xlim() == pytest.approx((1, 10001))
+    assert right.get_xlim() == pytest.approx((1, 10001))
+    assert left.get_xlabel() and left.get_ylabel() and right.get_ylabel()
+    assert "two_layer" in fig._suptitle.get_text()
+    labels = left.get_legend_handles_labels()[1]
+    assert "seed 1 (induction rise: none formed)" in labels and "seed 0" in labels
+    assert any(label.startswith("chance") for label in right.get_legend_handles_labels()[1])
+    # seed 0's induction rise: a dotted vertical line at step 1438 + 1
+    dotted = [line for line in right.get_lines() if line.get_linestyle() == ":"
+              and len(set(line.get_xdata())) == 1]
+    assert [line.get_xdata()[0] for line in dotted] == [1439]
+    plt.close(fig)
+    settings = tmp_path / "behaviour.json"
+    settings.write_text(json.dumps({"task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4}}))
+    for variant in ("two_layer", "one_layer"):
+        out = tmp_path / variant / "phase_change.png"
+        write_figure("phase_change", variant, settings, out, [dynamics_csv, phase_csv])
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ------------------------------------------------------------------ PCA

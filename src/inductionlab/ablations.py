@@ -420,7 +420,7 @@ class AblatedModel:
 # ---------------------------------------------------------------- measuring
 
 METRICS = ("loss_all", "loss_pred", "acc_pred", "suite_acc")
-SCORES = (("period", "period"), ("prefix", "prefix_matching"))  # column prefix, head-score column
+SCORES = ("induction", "first_block", "prefix_matching")  # head scores reported per ablation
 
 
 def suite_accuracy(model, prompts: list[str], task) -> float:
@@ -438,9 +438,10 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
     loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
-    in-distribution ``prompts``; per head ``period_L{l}H{h}`` (on ``tokens``) and
-    ``prefix_L{l}H{h}`` (prefix matching, on ``distinct``), with their mean and max
-    per layer (``period_mean_L{l}``, ``period_max_L{l}``, ...).
+    in-distribution ``prompts``; per head ``induction_L{l}H{h}``, ``first_block_L{l}H{h}``
+    (on ``tokens``) and ``prefix_matching_L{l}H{h}`` (on ``distinct``), with their mean
+    and max over the heads of each layer and their chance level
+    (``induction_mean_L{l}``, ``induction_max_L{l}``, ``induction_chance_L{l}``, ...).
     """
     from .attention import head_score_table
     from .metrics import task_metrics
@@ -450,13 +451,14 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
     scores, patterns = head_score_table(model, tokens, distinct, task.block_len, local_window)
-    for prefix, column in SCORES:
+    for name in SCORES:
         for l, group in scores.groupby("layer"):
-            row[f"{prefix}_mean_L{l}"] = float(group[column].mean())
-            row[f"{prefix}_max_L{l}"] = float(group[column].max())
-    for prefix, column in SCORES:
+            row[f"{name}_mean_L{l}"] = float(group[name].mean())
+            row[f"{name}_max_L{l}"] = float(group[name].max())
+            row[f"{name}_chance_L{l}"] = float(group[f"{name}_chance"].iloc[0])
+    for name in SCORES:
         for r in scores.itertuples():
-            row[f"{prefix}_{_head_name(r.layer, r.head)}"] = float(getattr(r, column))
+            row[f"{name}_{_head_name(r.layer, r.head)}"] = float(getattr(r, name))
     return row, patterns
 
 

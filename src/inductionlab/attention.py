@@ -1,12 +1,30 @@
 """Attention-pattern scores per head (SCIENCE.md, "Attention and head scores").
 
-Patterns are ``[B, H, T, T]`` tensors (query, key). Every score returns one value
-per head, averaged over sequences and over the query positions where it is defined.
+Patterns are ``[B, H, T, T]`` tensors (query, key). Every attention score is one
+definition, :func:`attention_mass`: the attention that each query puts on a set of
+keys, averaged over sequences and over the queries where the score is defined. A
+score is therefore a pair of masks (which keys, which queries), and its chance level
+is the same function applied to uniform causal attention (A[i, j] = 1/(i + 1)) with
+the same masks (:func:`chance_level`): never a hard-coded number.
+
+The scores (``block_len`` n; T = n_blocks · n):
+
+    previous_token   key i − 1; queries i >= 1
+    local            keys i − window + 1 .. i; queries i >= window − 1
+    induction        every earlier copy of the target token i + 1: keys 1 <= j <= i with
+                     j ≡ i + 1 (mod n) (key 0 left out, as a possible sink); queries i >= n
+    nearest_copy     only the nearest copy, key i − (n − 1); queries i >= n
+    first_block      the copy in the first block, key (i + 1) mod n; queries i >= 2n
+    prefix_matching  keys j < i with token[j − 1] == token[i]; queries that have one
+                     (on blocks of distinct letters, so the target is unambiguous)
 """
 from __future__ import annotations
 
 import pandas as pd
 import torch
+
+ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "previous_token", "local",
+                    "prefix_matching")
 
 
 def mean_pattern(pattern: torch.Tensor) -> torch.Tensor:
@@ -33,28 +51,73 @@ def offset_profile(pattern: torch.Tensor) -> torch.Tensor:
     return torch.stack([offset_attention(pattern, k) for k in range(T)], dim=-1)
 
 
-def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
-    """Mean A[i, i-1] over i >= 1: [H]."""
-    return offset_attention(pattern, 1)
+# ---------------------------------------------------------------- masks and the one score
 
 
-def period_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
-    """Mean A[i, i - (block_len - 1)] over i >= block_len: [H].
+def attention_mass(pattern: torch.Tensor, keys: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """Attention on ``keys``, mean over sequences and over the ``queries``: [H].
 
-    For i >= block_len the key block_len - 1 back is the token that followed the
-    previous occurrence of the current token: the induction target on this task.
+    ``pattern`` [B, H, T, T] (or [H, T, T]); ``keys`` bool [T, T] or per sequence
+    [B, T, T] (query, key); ``queries`` bool [T] or [B, T]. Each selected query
+    contributes Σ_j A[i, j] over its selected keys.
     """
-    return offset_attention(pattern, block_len - 1, first_query=block_len)
+    if pattern.dim() == 3:
+        pattern = pattern[None]
+    if keys.dim() == 2:
+        keys = keys[None]
+    if queries.dim() == 1:
+        queries = queries[None]
+    queries = queries.expand(max(pattern.shape[0], keys.shape[0]), -1)
+    if not queries.any():
+        raise ValueError("no query position has a key for this score")
+    mass = (pattern * keys[:, None].to(pattern.dtype)).sum(-1)  # [B, H, T]
+    weights = queries[:, None].to(pattern.dtype)
+    return (mass * weights).sum(dim=(0, 2)) / queries.sum()
 
 
-def local_score(pattern: torch.Tensor, window: int) -> torch.Tensor:
-    """Mean attention to the current and the previous window - 1 tokens, over i >= window - 1: [H]."""
-    T = pattern.shape[-1]
-    i = torch.arange(T)[:, None]
-    j = torch.arange(T)[None, :]
-    near = ((i - j >= 0) & (i - j < window)).to(pattern.dtype)
-    mass = (pattern * near).sum(-1)  # [B, H, T]
-    return mass[..., window - 1:].mean(dim=(0, 2))
+def uniform_pattern(T: int, dtype=torch.float32) -> torch.Tensor:
+    """Uniform causal attention, A[i, j] = 1/(i + 1) for j <= i: [1, 1, T, T]."""
+    causal = torch.ones(T, T, dtype=dtype).tril()
+    return (causal / causal.sum(-1, keepdim=True))[None, None]
+
+
+def chance_level(keys: torch.Tensor, queries: torch.Tensor) -> float:
+    """The score uniform causal attention gets on the same keys and queries."""
+    return float(attention_mass(uniform_pattern(keys.shape[-1], torch.float64), keys, queries)[0])
+
+
+def _grid(T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.arange(T)[:, None], torch.arange(T)[None, :]
+
+
+def previous_token_masks(T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key i − 1, queries i >= 1."""
+    i, j = _grid(T)
+    return j == i - 1, torch.arange(T) >= 1
+
+
+def local_masks(T: int, window: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys i − window + 1 .. i, queries i >= window − 1."""
+    i, j = _grid(T)
+    return (i - j >= 0) & (i - j < window), torch.arange(T) >= window - 1
+
+
+def induction_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every earlier copy of token i + 1: keys 1 <= j <= i, j ≡ i + 1 (mod n); queries i >= n."""
+    i, j = _grid(T)
+    return (j >= 1) & (j <= i) & ((i + 1 - j) % block_len == 0), torch.arange(T) >= block_len
+
+
+def nearest_copy_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key i − (n − 1), the nearest copy of token i + 1; queries i >= n."""
+    i, j = _grid(T)
+    return j == i - (block_len - 1), torch.arange(T) >= block_len
+
+
+def first_block_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The copy of token i + 1 in the first block, key (i + 1) mod n; queries i >= 2n."""
+    i, j = _grid(T)
+    return (j < block_len) & (j == (i + 1) % block_len), torch.arange(T) >= 2 * block_len
 
 
 def prefix_match_mask(tokens: torch.Tensor) -> torch.Tensor:
@@ -66,18 +129,74 @@ def prefix_match_mask(tokens: torch.Tensor) -> torch.Tensor:
     return match & earlier
 
 
+def prefix_matching_masks(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys after earlier copies of the current token; queries that have one: [B, T, T], [B, T]."""
+    keys = prefix_match_mask(tokens)
+    return keys, keys.any(-1)
+
+
+def score_masks(name: str, T: int, block_len: int, local_window: int,
+                tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(keys, queries) of attention score ``name`` (one of :data:`ATTENTION_SCORES`)."""
+    if name == "previous_token":
+        return previous_token_masks(T)
+    if name == "local":
+        return local_masks(T, local_window)
+    if name == "induction":
+        return induction_masks(T, block_len)
+    if name == "nearest_copy":
+        return nearest_copy_masks(T, block_len)
+    if name == "first_block":
+        return first_block_masks(T, block_len)
+    if name == "prefix_matching":
+        if tokens is None:
+            raise ValueError("prefix_matching needs the tokens")
+        return prefix_matching_masks(tokens)
+    raise ValueError(f"unknown attention score {name!r}; known: {list(ATTENTION_SCORES)}")
+
+
+def attention_score(pattern: torch.Tensor, name: str, block_len: int, local_window: int = 3,
+                    tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
+    """Score ``name`` of every head [H] and its chance level."""
+    keys, queries = score_masks(name, pattern.shape[-1], block_len, local_window, tokens)
+    return attention_mass(pattern, keys, queries), chance_level(keys, queries)
+
+
+def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
+    """Mean A[i, i-1] over i >= 1: [H]."""
+    return attention_mass(pattern, *previous_token_masks(pattern.shape[-1]))
+
+
+def local_score(pattern: torch.Tensor, window: int) -> torch.Tensor:
+    """Mean attention to the current and the previous window - 1 tokens, over i >= window - 1: [H]."""
+    return attention_mass(pattern, *local_masks(pattern.shape[-1], window))
+
+
+def induction_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
+    """Attention on every earlier copy of the target (keys j >= 1), over queries i >= n: [H]."""
+    return attention_mass(pattern, *induction_masks(pattern.shape[-1], block_len))
+
+
+def nearest_copy_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
+    """Mean A[i, i - (n - 1)] over queries i >= n: [H]."""
+    return attention_mass(pattern, *nearest_copy_masks(pattern.shape[-1], block_len))
+
+
+def first_block_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
+    """Attention on the target's copy in the first block, over queries i >= 2n: [H]."""
+    return attention_mass(pattern, *first_block_masks(pattern.shape[-1], block_len))
+
+
 def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Attention from i to every key j < i with token[j - 1] == token[i]: [H].
 
     Averaged over queries that have at least one such key. Meant for sequences
     whose blocks have distinct letters, so the matching keys are unambiguous.
     """
-    mask = prefix_match_mask(tokens)  # [B, T, T]
-    has_match = mask.any(-1)  # [B, T]
-    if not has_match.any():
+    keys, queries = prefix_matching_masks(tokens)
+    if not queries.any():
         raise ValueError("no query position has an earlier prefix match")
-    mass = (pattern * mask[:, None].to(pattern.dtype)).sum(-1)  # [B, H, T]
-    return (mass * has_match[:, None]).sum(dim=(0, 2)) / has_match.sum()
+    return attention_mass(pattern, keys, queries)
 
 
 def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tensor,
@@ -105,46 +224,17 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     return ((weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)).mean(dim=(0, 2))
 
 
-def head_roles(scores: dict[str, float], thresholds: dict) -> list[str]:
-    """Roles of one head from its scores, with every threshold from the config.
-
-    previous_token: previous-token score >= previous_token_min
-    period: period score >= period_min; induction: period and copying
-    prefix_matching: prefix-matching score >= prefix_matching_min
-    local: local score >= local_min
-    copying / anti_copying: copying score above +copying_margin / below -copying_margin
-    local_anti_copying: local and anti-copying
-    """
-    roles = []
-    copying = scores["copying"] > thresholds["copying_margin"]
-    anti = scores["copying"] < -thresholds["copying_margin"]
-    if scores["previous_token"] >= thresholds["previous_token_min"]:
-        roles.append("previous_token")
-    if scores["period"] >= thresholds["period_min"]:
-        roles.append("induction" if copying else "period")
-    if scores["prefix_matching"] >= thresholds["prefix_matching_min"]:
-        roles.append("prefix_matching")
-    local = scores["local"] >= thresholds["local_min"]
-    if local:
-        roles.append("local_anti_copying" if anti else "local")
-    if copying:
-        roles.append("copying")
-    elif anti and not local:
-        roles.append("anti_copying")
-    return roles
-
-
 @torch.no_grad()
 def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor, block_len: int,
                      local_window: int, intervention=None, return_logits: bool = False):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
-    ``tokens``: task sequences (previous-token, period, local and copying scores);
-    ``distinct_tokens``: task sequences whose blocks have distinct letters
-    (prefix matching). Returns (frame with columns layer, head, previous_token,
-    period, prefix_matching, local, copying; list of [H, T, T] mean patterns), and
-    with ``return_logits`` also the logits on ``tokens`` (so that callers need no
-    second forward pass).
+    ``tokens``: task sequences (every score but prefix matching); ``distinct_tokens``:
+    task sequences whose blocks have distinct letters (prefix matching). Returns (frame
+    with columns layer, head, then each of :data:`ATTENTION_SCORES` followed by its
+    ``_chance`` column, then copying; list of [H, T, T] mean patterns), and with
+    ``return_logits`` also the logits on ``tokens`` (so that callers need no second
+    forward pass).
     """
     from .model import NO_INTERVENTION
 
@@ -153,15 +243,16 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
     _, distinct = model.run_with_cache(distinct_tokens, intervention)
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
-        scores = {
-            "previous_token": previous_token_score(pattern),
-            "period": period_score(pattern, block_len),
-            "prefix_matching": prefix_matching_score(distinct.pattern[l], distinct_tokens),
-            "local": local_score(pattern, local_window),
-            "copying": copying_score(pattern, cache.head_out[l], model.W_U, tokens),
-        }
+        scores = {}
+        for name in ATTENTION_SCORES:
+            on_distinct = name == "prefix_matching"
+            scores[name], scores[f"{name}_chance"] = attention_score(
+                distinct.pattern[l] if on_distinct else pattern, name, block_len, local_window,
+                distinct_tokens if on_distinct else None)
+        scores["copying"] = copying_score(pattern, cache.head_out[l], model.W_U, tokens)
         for h in range(pattern.shape[1]):
-            rows.append({"layer": l, "head": h, **{k: v[h].item() for k, v in scores.items()}})
+            rows.append({"layer": l, "head": h,
+                         **{k: v if isinstance(v, float) else v[h].item() for k, v in scores.items()}})
         means.append(mean_pattern(pattern))
     if return_logits:
         return pd.DataFrame(rows), means, logits

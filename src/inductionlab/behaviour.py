@@ -107,25 +107,36 @@ def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], s
     """Greedy completion of random in- and out-of-distribution prompts.
 
     In distribution: the first ``L`` tokens of random task sequences (for each L in
-    ``lengths``); accuracy on the completed letters, mean and std over prompts, the
-    share completed perfectly, and the immediate-repeat rate of the completions
-    against that of the correct completions. Out of distribution: ``2 * block_len``
-    letters drawn uniformly (no repetition structure).
+    ``lengths``), ``random_len{L}_*``, and the same on blocks of distinct letters
+    (the prompts the write-up tried), ``random_distinct_len{L}_*``: accuracy on the
+    completed letters, mean and std over prompts, the share completed perfectly, and
+    the immediate-repeat rate of the completions against that of the correct
+    completions. Out of distribution: ``2 * block_len`` letters drawn uniformly (no
+    repetition structure), ``ood_len{2n}_*``; and two different blocks of distinct
+    letters (12 distinct letters in all), ``ood_two_blocks_*``: the share of completed
+    letters that continue the first block and the share that continue the second,
+    the nearest (:func:`block_continuation`).
     """
     out = {}
+    n_distinct = min(task.vocab_size, task.block_len)
     for L in lengths:
-        blocks = sample_blocks(n, task, generator(seed, f"random-prompts-{L}"))
-        target = repeat_blocks(blocks, task.n_blocks)
-        seq = greedy_complete(model, target[:, :L], task.seq_len)
-        acc = completion_accuracy(seq, target, L)
-        out.update({
-            f"random_len{L}_acc_mean": acc.mean().item(),
-            f"random_len{L}_acc_std": acc.std().item(),
-            f"random_len{L}_exact": (acc == 1).float().mean().item(),
-            f"random_len{L}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
-            f"random_len{L}_repeat_rate_data": immediate_repeats(target, L).float().mean().item(),
-            f"random_len{L}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
-        })
+        samples = {
+            f"random_len{L}": sample_blocks(n, task, generator(seed, f"random-prompts-{L}")),
+            f"random_distinct_len{L}": blocks_with_pattern(
+                ALPHABET[:n_distinct], n, task.vocab_size, generator(seed, f"random-distinct-prompts-{L}")),
+        }
+        for name, blocks in samples.items():
+            target = repeat_blocks(blocks, task.n_blocks)
+            seq = greedy_complete(model, target[:, :L], task.seq_len)
+            acc = completion_accuracy(seq, target, L)
+            out.update({
+                f"{name}_acc_mean": acc.mean().item(),
+                f"{name}_acc_std": acc.std().item(),
+                f"{name}_exact": (acc == 1).float().mean().item(),
+                f"{name}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
+                f"{name}_repeat_rate_data": immediate_repeats(target, L).float().mean().item(),
+                f"{name}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
+            })
     L = 2 * task.block_len
     ood = torch.randint(0, task.vocab_size, (n, L), generator=generator(seed, "random-ood-prompts"))
     seq = greedy_complete(model, ood, task.seq_len)
@@ -133,7 +144,50 @@ def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], s
         f"ood_len{L}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
         f"ood_len{L}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
     })
+    if 2 * task.block_len <= task.vocab_size:
+        letters = torch.argsort(torch.rand(n, task.vocab_size, generator=generator(seed, "two-block-prompts")),
+                                dim=1)[:, :2 * task.block_len]
+        blocks = letters.view(n, 2, task.block_len)
+        seq = greedy_complete(model, letters, task.seq_len)
+        first, second = block_continuation(seq, blocks, L)
+        out.update({"ood_two_blocks_follows_first": first.float().mean().item(),
+                    "ood_two_blocks_follows_second": second.float().mean().item(),
+                    "ood_two_blocks_repeat_rate": immediate_repeats(seq, L).float().mean().item()})
     return out
+
+
+def block_continuation(seq: torch.Tensor, blocks: torch.Tensor, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which prompt block each completed letter continues: bool [B, T - start] per block.
+
+    ``blocks`` [B, 2, n]: the prompt's two blocks, each of distinct letters and none
+    shared, so a letter belongs to at most one. Letter t continues block b when the
+    letter before it, seq[t − 1], stands in b and seq[t] is the letter after it in b,
+    cyclically (b repeated). A model that repeats the nearest block exactly continues
+    it at every letter, one that repeats the first block at every letter but the first;
+    so does one that copies what followed the nearest earlier occurrence of the current
+    letter (the write-up's smeared-key completion ABCDEFXYZRST → FXYZRSTFXYZR continues
+    the second block at 8 of 12 letters). Random letters: about 1/V · n/V each.
+    """
+    prev, cur = seq[:, start - 1:-1, None], seq[:, start:, None]  # [B, L, 1]
+    follows = []
+    for b in range(blocks.shape[1]):
+        block = blocks[:, b, None, :]  # [B, 1, n]
+        after = block.roll(-1, dims=-1)
+        follows.append(((block == prev) & (after == cur)).any(-1))
+    return follows[0], follows[1]
+
+
+def repeat_when_correct(logits: torch.Tensor, tokens: torch.Tensor, start: int) -> tuple[float, int]:
+    """Teacher-forced: at the predictions i >= ``start`` whose correct next letter repeats
+    the current one (token[i + 1] == token[i]), the share where the argmax predicts that
+    repeat, and the number of such predictions. NaN when there are none."""
+    target, current = tokens[:, start + 1:], tokens[:, start:-1]
+    repeat = target == current
+    n = int(repeat.sum())
+    if n == 0:
+        return float("nan"), 0
+    predicted = logits[:, start:-1].argmax(-1) == current
+    return float((predicted & repeat).sum()) / n, n
 
 
 # ---------------------------------------------------------------- failure modes
@@ -260,7 +314,8 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
     import json
 
     from . import atomic
-    from .attention import head_roles, head_score_table, offset_profile
+    from .attention import head_score_table, offset_profile
+    from .roles import head_roles
     from .train import load_model
 
     settings = json.loads(open(settings_path).read())
@@ -290,6 +345,8 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
     log(f"[{variant} seed {seed}] random prompts and failure modes")
     summary = model_summary(model, tokens, task, logits=logits)
     summary.update({f"loss_pos{i}": v for i, v in enumerate(summary.pop("loss_pos"))})
+    summary["repeat_when_correct_rate"], summary["repeat_when_correct_n"] = repeat_when_correct(
+        logits, tokens, task.first_predictable)
     summary.update(random_prompt_summary(model, task, settings["n_random_prompts"],
                                          settings["random_prompt_lengths"], settings["eval_seed"]))
     failures = failure_modes(model, task, settings["failure_samples"],

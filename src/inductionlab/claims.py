@@ -2,8 +2,15 @@
 
 A claim is a metric, a comparison and a threshold. The metric is read from the
 aggregated per-seed tables (``results/tables/<table>.csv``). A claim whose metric
-has no value for a seed (missing table, column or rows) is ``not measured`` for
-that seed: it never counts as holding.
+has no value for a seed (missing table, column or rows, or a head the claim is
+about that no model has) is ``not measured`` for that seed, with the reason: it
+never counts as holding.
+
+An attention score is read beside its chance level (a ``chance`` metric, the score
+of uniform causal attention on the same queries and keys). ``threshold: role`` is the
+head-role rule of the config (``behaviour.roles``): at least ``times_chance`` ×
+chance and at least chance + ``above_chance``. A value within ``at_chance_within``
+of its chance level is reported as sitting at chance.
 """
 from __future__ import annotations
 
@@ -14,11 +21,28 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from .roles import role_threshold
+
 HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
 
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                "==": operator.eq}
 REDUCERS = {"min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
+ROLE = "role"
+DEFAULT_ROLE_RULES = {"times_chance": 2.0, "above_chance": 0.2}
+DEFAULT_AT_CHANCE_WITHIN = 0.05
+
+
+class Tables(dict):
+    """The aggregated tables by name, with the head-role rule the claims read them under."""
+
+    def __init__(self, tables=(), roles: dict | None = None):
+        super().__init__(tables)
+        self.roles = dict(roles or DEFAULT_ROLE_RULES)
+
+
+def _roles(tables) -> dict:
+    return getattr(tables, "roles", DEFAULT_ROLE_RULES)
 
 
 class ClaimError(ValueError):
@@ -39,6 +63,15 @@ def load_claims(path) -> list[dict]:
         if claim["compare"] not in COMPARISONS:
             raise ClaimError(f"{path}: claim {claim['id']}: compare {claim['compare']!r}; "
                              f"allowed: {list(COMPARISONS)}")
+        if claim["threshold"] == ROLE and "chance" not in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: threshold 'role' needs a chance metric")
+        if not isinstance(claim["threshold"], (int, float)) and claim["threshold"] != ROLE:
+            raise ClaimError(f"{path}: claim {claim['id']}: threshold {claim['threshold']!r}; "
+                             f"give a number or {ROLE!r}")
+        for extra in claim.get("also", []):
+            if extra.get("compare") not in COMPARISONS or "metric" not in extra or "threshold" not in extra:
+                raise ClaimError(f"{path}: claim {claim['id']}: every 'also' entry needs metric, "
+                                 f"compare (one of {list(COMPARISONS)}) and threshold")
         if claim["id"] in seen:
             raise ClaimError(f"{path}: claim id {claim['id']!r} appears twice")
         seen.add(claim["id"])
@@ -79,8 +112,13 @@ def _reduce(values: list[float], spec: dict) -> float:
         return float(sum(v >= spec["at_least"] for v in values))
     if how == "count_at_most":
         return float(sum(v <= spec["at_most"] for v in values))
+    if how == "count_above":
+        return float(sum(v > spec["above"] for v in values))
+    if how == "count_below":
+        return float(sum(v < spec["below"] for v in values))
     if how not in REDUCERS:
-        raise ClaimError(f"reduce {how!r}; allowed: {list(REDUCERS)} or count_at_least/count_at_most")
+        raise ClaimError(f"reduce {how!r}; allowed: {list(REDUCERS)} or count_at_least, "
+                         "count_at_most, count_above, count_below")
     return float(REDUCERS[how](values))
 
 
@@ -102,54 +140,128 @@ def ratio(tables, spec, variant, seed) -> float:
     return metric_value(tables, spec["a"], variant, seed) / b
 
 
+def chance_excess_ratio(tables, spec, variant, seed) -> float:
+    """(a − chance) / (b − chance): how much of b's excess over chance is left in a.
+
+    Not measured when b's excess over chance is below ``min_excess`` (there is nothing
+    above chance to remove).
+    """
+    chance = metric_value(tables, spec["chance"], variant, seed)
+    b = metric_value(tables, spec["b"], variant, seed)
+    if b - chance < spec["min_excess"]:
+        raise NotMeasured(f"the reference is only {b - chance:.3f} above its chance level "
+                          f"{chance:.3f} (< {spec['min_excess']}): nothing to remove")
+    return (metric_value(tables, spec["a"], variant, seed) - chance) / (b - chance)
+
+
+NONE_FORMED = "none formed"
+
+
 def phase_change_gap(tables, spec, variant, seed) -> float:
     """|ln((step_a + 1) / (step_b + 1))| between two detected phase-change steps.
 
     ``a`` and ``b`` name rows of the phase_change table (its ``metric`` column). A
     detector that found no step ("never") makes the gap infinite: the steps do not
-    coincide.
+    coincide. A detector that reports "none formed" (no induction head formed) makes
+    the claim not measured, with the detector's note as the reason.
     """
     steps = []
     for name in (spec["a"], spec["b"]):
         rows = _rows(tables, {"table": "phase_change", "where": {"metric": name},
                               "column": "step"}, variant, seed)
         step = str(rows["step"].iloc[0])
+        if step == NONE_FORMED:
+            note = rows["note"].iloc[0] if "note" in rows and pd.notna(rows["note"].iloc[0]) else ""
+            raise NotMeasured(f"{name}: {note or NONE_FORMED}")
         if step == "never":
             return math.inf
         steps.append(float(step))
     return abs(math.log((steps[0] + 1) / (steps[1] + 1)))
 
 
+def _passes(select: dict, row, tables) -> bool:
+    """Does one head's row pass ``select``'s comparison? ``threshold: role`` compares with the
+    role threshold of the row's own ``<column>_chance``."""
+    value = getattr(row, select["column"])
+    threshold = select["threshold"]
+    if threshold == ROLE:
+        threshold = role_threshold(getattr(row, f"{select['column']}_chance"), _roles(tables))
+    return COMPARISONS[select["compare"]](value, threshold)
+
+
+def _heads_passing(tables, select, variant, seed) -> set[tuple[int, int]]:
+    chosen = _rows(tables, select, variant, seed)
+    return {(int(r.layer), int(r.head)) for r in chosen.itertuples() if _passes(select, r, tables)}
+
+
 def over_selected_heads(tables, spec, variant, seed) -> float:
     """``measure`` reduced over the heads whose ``select`` value passes its comparison."""
-    select = spec["select"]
-    chosen = _rows(tables, select, variant, seed)
-    passes = COMPARISONS[select["compare"]]
-    heads = {(int(r.layer), int(r.head)) for r in chosen.itertuples()
-             if passes(getattr(r, select["column"]), select["threshold"])}
+    heads = _heads_passing(tables, spec["select"], variant, seed)
     if not heads:
-        raise NotMeasured("no head passes the selection")
+        sel = spec["select"]
+        raise NotMeasured(f"no head has {sel['column']} {sel['compare']} {sel['threshold']}"
+                          + (f" (where {sel['where']})" if sel.get("where") else ""))
     measure = _rows(tables, spec["measure"], variant, seed)
     values = [getattr(r, spec["measure"]["column"]) for r in measure.itertuples()
               if (int(r.layer), int(r.head)) in heads]
     return _reduce(values, spec)
 
 
-def composition_with_top_head(tables, spec, variant, seed) -> float:
-    """Composition-term positivity of every head of ``layer`` with the top ``by`` head of ``src_layer``."""
-    scores = _rows(tables, {"table": "head_scores", "where": {"layer": spec["src_layer"]},
-                            "column": spec["by"]}, variant, seed)
-    top = int(scores.loc[scores[spec["by"]].idxmax(), "head"])
-    terms = _rows(tables, {"table": "composition", "column": "positivity_real",
-                           "where": {"kind": spec["kind"], "layer": spec["layer"],
-                                     "src_layer": spec["src_layer"], "src_head": top}},
-                  variant, seed)
-    return _reduce(terms["positivity_real"].tolist(), spec)
+def role_head(tables, role: str, layer: int, variant, seed) -> int:
+    """The head of ``layer`` that has ``role`` (the highest-scoring one if several).
+
+    Not measured when no head of the layer qualifies: a claim about "the previous-token
+    head" has nothing to be about.
+    """
+    scores = _rows(tables, {"table": "head_scores", "where": {"layer": layer}, "column": role},
+                   variant, seed)
+    rules = _roles(tables)
+    qualified = [r for r in scores.itertuples()
+                 if getattr(r, role) >= role_threshold(getattr(r, f"{role}_chance"), rules)]
+    if not qualified:
+        best = scores.loc[scores[role].idxmax()]
+        need = role_threshold(float(best[f"{role}_chance"]), rules)
+        raise NotMeasured(f"no layer-{layer} head has the {role} role: the best, head "
+                          f"{int(best['head'])}, scores {best[role]:.3f}, chance "
+                          f"{best[f'{role}_chance']:.3f}, needs {need:.3f}")
+    return int(max(qualified, key=lambda r: getattr(r, role)).head)
 
 
-DERIVED = {"difference": difference, "ratio": ratio, "phase_change_gap": phase_change_gap,
-           "over_selected_heads": over_selected_heads,
-           "composition_with_top_head": composition_with_top_head}
+def _composition(tables, spec, variant, seed) -> pd.DataFrame:
+    """Composition-term positivities of ``kind`` of every head of ``layer`` with every
+    head of ``src_layer``: a frame indexed by head, one column per source head."""
+    rows = _rows(tables, {"table": "composition", "column": "positivity_real",
+                          "where": {"kind": spec["kind"], "layer": spec["layer"],
+                                    "src_layer": spec["src_layer"]}}, variant, seed)
+    return rows.pivot_table(index="head", columns="src_head", values="positivity_real")
+
+
+def composition_with_role_head(tables, spec, variant, seed) -> float:
+    """Composition-term positivity of every head of ``layer`` with the ``role`` head of
+    ``src_layer``, reduced over the heads of ``layer``."""
+    head = role_head(tables, spec["role"], spec["src_layer"], variant, seed)
+    grid = _composition(tables, spec, variant, seed)
+    if head not in grid.columns:
+        raise NotMeasured(f"no composition rows with source head {head}")
+    return _reduce(grid[head].dropna().tolist(), spec)
+
+
+def composition_margin_of_role_head(tables, spec, variant, seed) -> float:
+    """For every head of ``layer``: its composition-term positivity with the ``role`` head
+    of ``src_layer`` minus the largest with any other head of ``src_layer``; the least of
+    these. Positive: the role head's composition stands above every other's, for every head."""
+    head = role_head(tables, spec["role"], spec["src_layer"], variant, seed)
+    grid = _composition(tables, spec, variant, seed)
+    others = [c for c in grid.columns if c != head]
+    if head not in grid.columns or not others:
+        raise NotMeasured(f"no other source head to compare head {head} with")
+    return float((grid[head] - grid[others].max(axis=1)).min())
+
+
+DERIVED = {"difference": difference, "ratio": ratio, "chance_excess_ratio": chance_excess_ratio,
+           "phase_change_gap": phase_change_gap, "over_selected_heads": over_selected_heads,
+           "composition_with_role_head": composition_with_role_head,
+           "composition_margin_of_role_head": composition_margin_of_role_head}
 
 
 def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> float:
@@ -162,54 +274,172 @@ def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> float:
 
 # ---------------------------------------------------------------- evaluation
 
-def evaluate_claim(claim: dict, tables: dict, seed: int) -> dict:
-    """One row: the claim on one seed, with its value and status."""
+SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
+
+
+def format_value(value: float, compare: str | None = None, threshold: float | None = None) -> str:
+    """``value`` with 3 significant digits, or more where fewer would print a number that
+    reads the other way against ``threshold`` (0.2996 is not "0.3" under "≥ 0.3")."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    for digits in range(3, 8):
+        text = f"{value:.{digits}g}"
+        if compare is None or threshold is None:
+            return text
+        shown = float(text)
+        same_side = COMPARISONS[compare](shown, threshold) == COMPARISONS[compare](value, threshold)
+        if same_side and (shown != threshold or value == threshold):
+            return text
+    return repr(value)
+
+
+def test_text(claim: dict, rules: dict) -> str:
+    """The claim's test in words: comparison and threshold (and any further condition)."""
+    symbol = SYMBOLS[claim["compare"]]
+    if claim["threshold"] == ROLE:
+        text = (f"{symbol} role threshold: max({rules['times_chance']:g} × chance, "
+                f"chance + {rules['above_chance']:g})")
+    else:
+        text = f"{symbol} {claim['threshold']:g}"
+    for extra in claim.get("also", []):
+        text += f"; and {extra.get('label', 'also')} {SYMBOLS[extra['compare']]} {extra['threshold']:g}"
+    return text
+
+
+def _optional(tables, spec, variant, seed) -> float:
+    try:
+        return metric_value(tables, spec, variant, seed)
+    except NotMeasured:
+        return math.nan
+
+
+def evaluate_claim(claim: dict, tables: dict, seed: int,
+                   at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> dict:
+    """One row: the claim on one seed, with its value, chance level, threshold and status."""
     row = {"claim": claim["id"], "variant": claim["variant"], "seed": seed,
            "compare": claim["compare"], "threshold": claim["threshold"]}
+    chance = (_optional(tables, claim["chance"], claim["variant"], seed) if "chance" in claim
+              else math.nan)
+    beside = "; ".join(
+        f"{b['label']} {format_value(_optional(tables, b['metric'], claim['variant'], seed))}"
+        for b in claim.get("beside", []))
+    row.update(chance=chance, beside=beside)
+
+    def result(value, status, note="", threshold_value=math.nan):
+        at_chance = bool(not math.isnan(chance) and not math.isnan(value) and not math.isinf(value)
+                         and abs(value - chance) < at_chance_within)
+        return {**row, "value": value, "threshold_value": threshold_value, "status": status,
+                "at_chance": at_chance, "note": note}
+
     try:
         value = metric_value(tables, claim["metric"], claim["variant"], seed)
     except NotMeasured as why:
-        return {**row, "value": math.nan, "status": NOT_MEASURED, "note": str(why)}
+        return result(math.nan, NOT_MEASURED, str(why))
     if math.isnan(value):
-        return {**row, "value": value, "status": NOT_MEASURED, "note": "value is NaN"}
-    holds = COMPARISONS[claim["compare"]](value, claim["threshold"])
-    return {**row, "value": value, "status": HOLDS if holds else FAILS, "note": ""}
+        return result(value, NOT_MEASURED, "value is NaN")
+    threshold = claim["threshold"]
+    if threshold == ROLE:
+        if math.isnan(chance):
+            return result(value, NOT_MEASURED, "no chance level to set the role threshold")
+        threshold = role_threshold(chance, _roles(tables))
+    holds = COMPARISONS[claim["compare"]](value, threshold)
+    notes = []
+    for extra in claim.get("also", []):
+        label = extra.get("label", "also")
+        try:
+            v = metric_value(tables, extra["metric"], claim["variant"], seed)
+        except NotMeasured as why:
+            if holds:
+                return result(value, NOT_MEASURED, f"{label}: {why}", threshold)
+            continue
+        ok = COMPARISONS[extra["compare"]](v, extra["threshold"])
+        notes.append(f"{label} {format_value(v, extra['compare'], extra['threshold'])}"
+                     + ("" if ok else f" (needs {SYMBOLS[extra['compare']]} {extra['threshold']:g})"))
+        holds = holds and ok
+    return result(value, HOLDS if holds else FAILS, "; ".join(notes), threshold)
 
 
-def evaluate_claims(claims: list[dict], tables: dict, seeds: list[int]) -> pd.DataFrame:
+def evaluate_claims(claims: list[dict], tables: dict, seeds: list[int],
+                    at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> pd.DataFrame:
     """Every claim on every seed: one row each."""
-    return pd.DataFrame([evaluate_claim(c, tables, s) for c in claims for s in seeds])
+    return pd.DataFrame([evaluate_claim(c, tables, s, at_chance_within) for c in claims for s in seeds])
 
 
-def scorecard(claims: list[dict], results: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: holds in k of n seeds, the measured values, the write-up's number."""
+def _chance_text(values) -> str:
+    values = [v for v in values if not pd.isna(v)]
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    return f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}"
+
+
+def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = None,
+              at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> pd.DataFrame:
+    """One row per claim: the quote, the metric in words, the test, the chance level, the
+    per-seed values, holds in k of n seeds, and why any seed is not measured."""
+    rules = rules or DEFAULT_ROLE_RULES
     rows = []
     for claim in claims:
         mine = results[results["claim"] == claim["id"]]
         measured = mine[mine["status"] != NOT_MEASURED]
-        k = int((mine["status"] == HOLDS).sum())
+        k, n = int((mine["status"] == HOLDS).sum()), len(mine)
+        if len(measured) == 0:
+            verdict = f"not measured in {n} of {n} seeds"
+        elif len(measured) == n:
+            verdict = f"holds in {k} of {n} seeds"
+        else:
+            verdict = f"holds in {k} of {n} seeds ({n - len(measured)} not measured)"
+        values = []
+        for r in mine.itertuples():
+            compare = r.compare
+            threshold = r.threshold_value if not pd.isna(r.threshold_value) else None
+            text = format_value(r.value, compare if threshold is not None else None, threshold)
+            values.append(text + (" (at chance)" if r.at_chance else ""))
+        at_chance = int(mine["at_chance"].sum()) if "at_chance" in mine else 0
+        reasons = list(dict.fromkeys(str(r) for r in mine.loc[mine["status"] == NOT_MEASURED, "note"]))
+        notes = []
+        if at_chance:
+            notes.append(f"at its chance level in {at_chance} of {n} seeds "
+                         f"(within {at_chance_within:g})")
+        if reasons:
+            notes.append("not measured: " + " | ".join(reasons))
+        other = list(dict.fromkeys(str(r) for r in mine.loc[(mine["status"] != NOT_MEASURED)
+                                                             & (mine["note"] != ""), "note"]))
+        if other:
+            notes.append(" | ".join(other))
         rows.append({
             "claim": claim["id"], "variant": claim["variant"], "quote": claim["quote"],
-            "test": f"{claim['compare']} {claim['threshold']}",
+            "measure": claim.get("measure", ""), "test": test_text(claim, rules),
+            "chance": _chance_text(mine["chance"]),
             "write_up": claim.get("write_up", ""),
-            "holds": k, "measured": len(measured), "seeds": len(mine),
-            "verdict": (f"holds in {k} of {len(mine)} seeds" if len(measured) == len(mine)
-                        else f"holds in {k} of {len(mine)} seeds ({len(mine) - len(measured)} not measured)"),
-            "values": ", ".join("–" if pd.isna(v) else f"{v:.3g}" for v in mine["value"]),
+            "holds": k, "measured": len(measured), "seeds": n, "verdict": verdict,
+            "values": ", ".join(values),
+            "beside": " | ".join(b for b in mine["beside"] if b),
+            "notes": "; ".join(notes),
         })
     return pd.DataFrame(rows)
 
 
-def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv) -> None:
+def load_settings(claims_yaml) -> dict:
+    """The file-level settings of claims.yaml (``at_chance_within``)."""
+    data = yaml.safe_load(Path(claims_yaml).read_text())
+    return {"at_chance_within": float(data.get("at_chance_within", DEFAULT_AT_CHANCE_WITHIN))}
+
+
+def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None) -> None:
     """Evaluate claims.yaml on the aggregated per-seed tables (named by file stem).
 
-    The seeds are every seed that appears in any table.
+    ``roles``: the head-role rule (``behaviour.roles`` of the config). The seeds are
+    every seed that appears in any table.
     """
     from .atomic import write_csv
 
     claims = load_claims(claims_yaml)
-    tables = {Path(p).stem: pd.read_csv(p) for p in table_paths}
+    settings = load_settings(claims_yaml)
+    tables = Tables({Path(p).stem: pd.read_csv(p) for p in table_paths}, roles)
     seeds = sorted({int(s) for t in tables.values() if "seed" in t for s in t["seed"].unique()})
-    results = evaluate_claims(claims, tables, seeds)
+    results = evaluate_claims(claims, tables, seeds, settings["at_chance_within"])
     write_csv(claims_csv, results)
-    write_csv(scorecard_csv, scorecard(claims, results))
+    write_csv(scorecard_csv, scorecard(claims, results, tables.roles, settings["at_chance_within"]))

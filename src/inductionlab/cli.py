@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -143,7 +144,10 @@ def _cmd_aggregate(args) -> None:
 def _cmd_claims(args) -> None:
     from .claims import run_claims
 
-    run_claims(args.claims_yaml, args.tables, args.claims, args.scorecard)
+    roles = None
+    if args.roles is not None:
+        roles = json.loads(args.roles.read_text())["roles"]
+    run_claims(args.claims_yaml, args.tables, args.claims, args.scorecard, roles)
 
 
 def _cmd_figure(args) -> None:
@@ -278,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("claims", type=Path, help="output: one row per claim and seed")
     p.add_argument("scorecard", type=Path, help="output: one row per claim")
     p.add_argument("tables", type=Path, nargs="+", help="aggregated per-seed tables")
+    p.add_argument("--roles", type=Path, default=None,
+                   help="behaviour settings JSON whose 'roles' hold the head-role rule "
+                   "(default: 2 x chance and chance + 0.2)")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("figure", help="a cross-seed figure of one variant")

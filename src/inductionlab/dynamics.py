@@ -20,7 +20,14 @@ its rows equal what the circuits and behaviour stages report for the final model
 Metrics (names as in the tables of the stage that computes them for the final model):
 
     loss_all, loss_pred, acc_pred, icl_score, loss_pos   behaviour.csv (behaviour sample)
-    previous_token, period, prefix_matching, local, copying   head_scores.csv, per head
+    induction, nearest_copy, first_block, previous_token, local, prefix_matching, copying
+        head_scores.csv, per head
+    induction_chance, nearest_copy_chance, ..., prefix_matching_chance
+        head_scores.csv: the score of uniform causal attention on the same queries and
+        keys, per layer (head -1)
+    best_induction   the largest induction score over the heads of the layers that can
+        form an induction head (:func:`induction_layers`), model-level (layer and head
+        -1); only for a model that has such a layer
     direct_positivity, ov_positivity, ov_sum_positivity, qk_positivity
         circuits.csv (real part of the eigenvalue positivity), per circuit
 
@@ -29,9 +36,10 @@ next-token losses on one fixed evaluation set shared by every model (``eval_size
 sequences from the generator (behaviour ``eval_seed``, "per-token-loss")); ``tokens``
 [n_seq, T] that set; ``meta`` (JSON: variant, seed, eval_seed, eval_size).
 
-``phase_change.csv``: one row per (model, detector) with the detected step (an integer,
-or "never") and the definition next to it; see :func:`steepest_drop` and
-:func:`first_crossing`.
+``phase_change.csv``: one row per (model, detector), :data:`PHASE_COLUMNS`: the detected
+step (an integer, or :data:`NEVER` / :data:`NONE_FORMED`), its value, the chance level,
+the head, a note saying why nothing was detected, and the definition in words; see
+:func:`steepest_drop` and :func:`induction_rise`.
 
 ``per_token_loss_pca.csv`` (all models): one PCA of the per-token loss vectors of every
 checkpoint of every model (:func:`pca`); columns variant, seed, step, PC1, PC2,
@@ -47,14 +55,21 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .attention import ATTENTION_SCORES
+
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
-PHASE_COLUMNS = ["variant", "seed", "metric", "step", "value", "layer", "head", "definition"]
+PHASE_COLUMNS = ["variant", "seed", "metric", "step", "value", "chance", "layer", "head", "note",
+                 "definition"]
 PCA_COLUMNS = ["variant", "seed", "step", "PC1", "PC2",
                "explained_variance_PC1", "explained_variance_PC2"]
 NEVER = "never"
+NONE_FORMED = "none formed"
+NOT_DETECTED = (NEVER, NONE_FORMED)
 
 SCALAR_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")
-HEAD_SCORES = ("previous_token", "period", "prefix_matching", "local", "copying")
+HEAD_SCORES = ATTENTION_SCORES + ("copying",)
+CHANCE_METRICS = tuple(f"{name}_chance" for name in ATTENTION_SCORES)
+BEST_INDUCTION = "best_induction"
 CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
                    "ov_sum": "ov_sum_positivity", "qk": "qk_positivity"}
 
@@ -64,10 +79,16 @@ STEEPEST_DROP_DEFINITION = (
     "{grid} points and smoothed with a Gaussian of sd {smoothing} in u, falls fastest per "
     "unit of u there; value = that rate (nats per unit ln(step + 1)); 'never' if the "
     "fastest rate is below {min_rate}")
-CROSSING_DEFINITION = (
-    "first checkpoint step at which the largest period score over all heads (mean "
-    "A[i, i - {offset}] over i >= {block_len}, behaviour sample) exceeds {threshold}; "
-    "value = that score, layer/head = the head; 'never' if no checkpoint does")
+INDUCTION_RISE_DEFINITION = (
+    "first checkpoint step at which the best head's induction score (attention on every "
+    "earlier copy of the token to be predicted, keys j >= 1, mean over queries i >= "
+    "{block_len}, behaviour sample; best over the heads of {layers}, the layers that can "
+    "form an induction head: layer >= 1 or smeared keys) reaches chance + {fraction:g} x "
+    "(final - chance), where chance is the score of uniform causal attention on the same "
+    "queries and keys and final the best score at the last checkpoint; value = the best "
+    "score there, layer/head = that head; 'none formed' if final - chance < {min_gain:g} or "
+    "no layer can form an induction head")
+NO_LAYER_NOTE = "no layer can form an induction head (needs layer >= 1 or smeared keys)"
 
 
 # ------------------------------------------------------------------ checkpoints
@@ -135,6 +156,9 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     for r in scores.to_dict("records"):
         for name in HEAD_SCORES:
             add(name, r[name], r["layer"], r["head"])
+    for r in scores.groupby("layer", sort=True).first().reset_index().to_dict("records"):
+        for name in CHANCE_METRICS:
+            add(name, r[name], r["layer"])
     # as in circuits.write_circuits (circuits.csv), on the same float32 arrays as weights.npz
     circuits = circuit_table(model_arrays(model), meta)
     for r in circuits.to_dict("records"):
@@ -145,13 +169,65 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
 # ------------------------------------------------------------------ one model
 
 
+def induction_layers(model_spec: dict) -> list[int]:
+    """Layers whose heads can form an induction head: every layer after the first (its
+    keys can hold the previous token, written by an earlier layer) and a layer with
+    smeared keys (the smear mixes the previous token into each key)."""
+    smeared = {int(l) for l in model_spec.get("smear_layers", ())}
+    return [l for l in range(int(model_spec["n_layers"])) if l >= 1 or l in smeared]
+
+
+def best_induction_heads(frame: pd.DataFrame, layers) -> pd.DataFrame:
+    """Per step, the head with the largest induction score among ``layers``.
+
+    Columns step, value, layer, head, by step; no rows when ``layers`` is empty.
+    """
+    heads = frame[(frame["metric"] == "induction") & frame["layer"].isin(list(layers))]
+    if heads.empty:
+        return pd.DataFrame({"step": pd.Series(dtype=int), "value": pd.Series(dtype=float),
+                             "layer": pd.Series(dtype=int), "head": pd.Series(dtype=int)})
+    best = heads.loc[heads.groupby("step")["value"].idxmax()].sort_values("step")
+    return best[["step", "value", "layer", "head"]].reset_index(drop=True)
+
+
+def best_induction_rows(frame: pd.DataFrame, layers) -> pd.DataFrame:
+    """The :data:`BEST_INDUCTION` rows of a dynamics frame (layer, head and position -1)."""
+    best = best_induction_heads(frame, layers)
+    return pd.DataFrame({"step": best["step"], "metric": BEST_INDUCTION, "layer": -1, "head": -1,
+                         "position": -1, "value": best["value"]})
+
+
+def induction_chance(frame: pd.DataFrame, layers=None) -> float:
+    """The induction score of uniform causal attention (the ``induction_chance`` rows of
+    ``layers``, or of every layer), at the last checkpoint."""
+    rows = frame[frame["metric"] == "induction_chance"]
+    if layers is not None and rows["layer"].isin(list(layers)).any():
+        rows = rows[rows["layer"].isin(list(layers))]
+    if rows.empty:
+        raise ValueError("the dynamics frame has no induction_chance rows")
+    return float(rows[rows["step"] == rows["step"].max()]["value"].mean())
+
+
+def _checkpoint_line(frame: pd.DataFrame, layers) -> str:
+    """loss_pred and the best induction score of one checkpoint, for the log."""
+    pred = frame.loc[frame["metric"] == "loss_pred", "value"].iloc[0]
+    heads = frame[frame["metric"] == "induction"]
+    if layers:
+        heads = heads[heads["layer"].isin(list(layers))]
+    best = heads.loc[heads["value"].idxmax()]
+    chance = frame.loc[frame["metric"] == "induction_chance", "value"].iloc[0]
+    return (f"loss_pred {pred:.4f}, best induction score {best['value']:.3f} "
+            f"(L{int(best['layer'])}H{int(best['head'])}; chance {chance:.3f})")
+
+
 def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynamics_settings: dict,
                    log=lambda msg: None):
     """Score every checkpoint of one model.
 
-    Returns ``(frame, losses)``: the tidy :data:`DYNAMICS_COLUMNS` frame and a dict
-    with ``steps`` [n_ckpt], ``losses`` [n_ckpt, n_seq, T-1] (float32), ``tokens``.
-    The last checkpoint must be the final training step (its weights are model.pt's).
+    Returns ``(frame, losses, layers)``: the tidy :data:`DYNAMICS_COLUMNS` frame, a
+    dict with ``steps`` [n_ckpt], ``losses`` [n_ckpt, n_seq, T-1] (float32), ``tokens``,
+    and the model's :func:`induction_layers`. The last checkpoint must be the final
+    training step (its weights are model.pt's).
     """
     from .behaviour import evaluation_samples
     from .data import TaskConfig
@@ -170,6 +246,7 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
     tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
     per_token = loss_tokens(task, dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
+    layers = induction_layers(spec["model"])
 
     frames, losses, steps = [], [], []
     for step, path in files:
@@ -180,14 +257,14 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
         with torch.no_grad():
             losses.append(per_token_loss(model(per_token), per_token).numpy().astype(np.float32))
         steps.append(step)
-        pred = frame.loc[frame["metric"] == "loss_pred", "value"].iloc[0]
-        period = frame.loc[frame["metric"] == "period", "value"].max()
-        log(f"[{meta['variant']} seed {meta['seed']}] step {step:>6}: loss_pred {pred:.4f}, "
-            f"max period score {period:.3f}")
-    frame = pd.concat(frames, ignore_index=True).assign(**meta)
+        log(f"[{meta['variant']} seed {meta['seed']}] step {step:>6}: "
+            f"{_checkpoint_line(frame, layers)}")
+    frame = pd.concat(frames, ignore_index=True)
+    frame = (pd.concat([frame, best_induction_rows(frame, layers)], ignore_index=True)
+             .sort_values("step", kind="stable").assign(**meta))
     return frame[DYNAMICS_COLUMNS], {"steps": np.array(steps, dtype=np.int64),
                                      "losses": np.stack(losses),
-                                     "tokens": per_token.numpy()}
+                                     "tokens": per_token.numpy()}, layers
 
 
 def metric_curve(frame: pd.DataFrame, metric: str, layer: int = -1, head: int = -1,
@@ -240,39 +317,72 @@ def steepest_drop(steps, values, smoothing: float = 0.25, min_rate: float = 0.1,
     return int(round(float(np.exp(grid_u[k]) - 1.0))), float(rate[k])
 
 
-def first_crossing(steps, values, threshold: float) -> tuple[int | str, int | None]:
-    """First step whose value exceeds ``threshold`` (strictly), and its index; else ("never", None)."""
-    steps, values = np.asarray(steps), np.asarray(values, dtype=float)
-    order = np.argsort(steps)
-    above = np.flatnonzero(values[order] > threshold)
-    if not len(above):
-        return NEVER, None
-    i = int(order[above[0]])
-    return int(steps[i]), i
+def _gain_phrase(gain: float) -> str:
+    return f"{gain:.3f} above" if gain >= 0 else f"{-gain:.3f} below"
 
 
-def phase_change_table(frame: pd.DataFrame, settings: dict, block_len: int) -> pd.DataFrame:
-    """The two phase-change detectors of one model's dynamics frame (:data:`PHASE_COLUMNS`)."""
+def induction_rise(best: pd.DataFrame, chance: float, fraction: float = 0.5,
+                   min_gain: float = 0.1) -> dict:
+    """When the best head's induction score rose from chance to its final level.
+
+    ``best``: :func:`best_induction_heads` (step, value, layer, head per checkpoint).
+    With final = the best score at the last checkpoint, the step is the first
+    checkpoint whose best score reaches chance + ``fraction`` x (final - chance); value,
+    layer and head are that checkpoint's best head. When final - chance < ``min_gain``
+    no induction head formed: the step is :data:`NONE_FORMED`, value/layer/head those
+    of the last checkpoint, and the note says why (as it does when ``best`` is empty:
+    the model has no layer that can form one). Returns a dict with step, value, layer,
+    head and note ("" when the step was found).
+    """
+    best = best.sort_values("step")
+    if best.empty:
+        return {"step": NONE_FORMED, "value": float("nan"), "layer": -1, "head": -1,
+                "note": NO_LAYER_NOTE}
+    last = best.iloc[-1]
+    final = float(last["value"])
+    gain = final - chance
+    if not gain >= min_gain:
+        return {"step": NONE_FORMED, "value": final, "layer": int(last["layer"]),
+                "head": int(last["head"]),
+                "note": (f"no induction head formed: the best head's final induction score "
+                         f"{final:.3f} (L{int(last['layer'])}H{int(last['head'])}) is "
+                         f"{_gain_phrase(gain)} chance {chance:.3f} (< {min_gain:g})")}
+    reached = best[best["value"].to_numpy(dtype=float) >= chance + fraction * gain]
+    hit = reached.iloc[0]
+    return {"step": int(hit["step"]), "value": float(hit["value"]), "layer": int(hit["layer"]),
+            "head": int(hit["head"]), "note": ""}
+
+
+def _layers_phrase(layers) -> str:
+    layers = list(layers)
+    if not layers:
+        return "no layer"
+    return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
+
+
+def phase_change_table(frame: pd.DataFrame, settings: dict, block_len: int,
+                       layers) -> pd.DataFrame:
+    """The two phase-change detectors of one model's dynamics frame (:data:`PHASE_COLUMNS`).
+
+    ``layers``: the model's :func:`induction_layers`.
+    """
     variant, seed = frame["variant"].iloc[0], int(frame["seed"].iloc[0])
     smoothing, min_rate = settings["drop_smoothing"], settings["min_drop_rate"]
+    fraction, min_gain = settings["induction_rise_fraction"], settings["min_induction_gain"]
     steps, loss = metric_curve(frame, "loss_pred")
     drop_step, rate = steepest_drop(steps, loss, smoothing, min_rate)
     rows = [{"variant": variant, "seed": seed, "metric": "steepest_drop_loss_pred",
-             "step": drop_step, "value": rate, "layer": -1, "head": -1,
+             "step": drop_step, "value": rate, "chance": float("nan"), "layer": -1, "head": -1,
+             "note": "",
              "definition": STEEPEST_DROP_DEFINITION.format(grid=1024, smoothing=smoothing,
                                                            min_rate=min_rate)}]
-    period = frame[frame["metric"] == "period"]
-    best = period.loc[period.groupby("step")["value"].idxmax()].sort_values("step")
-    threshold = settings["period_threshold"]
-    cross_step, i = first_crossing(best["step"].to_numpy(), best["value"].to_numpy(), threshold)
-    hit = best.iloc[i] if i is not None else None
-    rows.append({"variant": variant, "seed": seed, "metric": "period_score_crossing",
-                 "step": cross_step,
-                 "value": float(hit["value"]) if hit is not None else float(best["value"].max()),
-                 "layer": int(hit["layer"]) if hit is not None else -1,
-                 "head": int(hit["head"]) if hit is not None else -1,
-                 "definition": CROSSING_DEFINITION.format(offset=block_len - 1, block_len=block_len,
-                                                          threshold=threshold)})
+    chance = induction_chance(frame, layers)
+    rise = induction_rise(best_induction_heads(frame, layers), chance, fraction, min_gain)
+    rows.append({"variant": variant, "seed": seed, "metric": "induction_rise", **rise,
+                 "chance": chance,
+                 "definition": INDUCTION_RISE_DEFINITION.format(
+                     block_len=block_len, layers=_layers_phrase(layers), fraction=fraction,
+                     min_gain=min_gain)})
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
@@ -351,9 +461,9 @@ def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamic
 
     behaviour = json.loads(Path(behaviour_settings_path).read_text())
     settings = json.loads(Path(dynamics_settings_path).read_text())
-    frame, losses = model_dynamics(model_path, checkpoints_dir, behaviour, settings, log)
+    frame, losses, layers = model_dynamics(model_path, checkpoints_dir, behaviour, settings, log)
     variant, seed = frame["variant"].iloc[0], int(frame["seed"].iloc[0])
-    phase = phase_change_table(frame, settings, int(behaviour["task"]["block_len"]))
+    phase = phase_change_table(frame, settings, int(behaviour["task"]["block_len"]), layers)
     meta = {"variant": variant, "seed": seed, "eval_seed": behaviour["eval_seed"],
             "eval_size": settings["eval_size"]}
     atomic.write_csv(dynamics_csv, frame)
@@ -361,7 +471,8 @@ def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamic
     with atomic.atomic_path(losses_npz, suffix=".npz") as tmp:
         np.savez(tmp, meta=np.array(json.dumps(meta)), **losses)
     for r in phase.itertuples():
-        log(f"[{variant} seed {seed}] {r.metric}: {r.step} (value {r.value:.3f})")
+        log(f"[{variant} seed {seed}] {r.metric}: {r.step} (value {r.value:.3f})"
+            + (f": {r.note}" if r.note else ""))
 
 
 def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
@@ -377,10 +488,17 @@ def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
     return frame
 
 
+def read_phase_change(path) -> pd.DataFrame:
+    """A phase_change.csv: step as text (an integer or a word), an empty note as ""."""
+    frame = pd.read_csv(path, dtype={"step": str, "note": str})
+    frame["note"] = frame["note"].fillna("")
+    return frame
+
+
 def write_phase_change_table(paths, out_csv) -> pd.DataFrame:
     """Every model's phase_change.csv in one table."""
     from . import atomic
 
-    frame = pd.concat([pd.read_csv(p, dtype={"step": str}) for p in paths], ignore_index=True)
-    atomic.write_csv(out_csv, frame[PHASE_COLUMNS])
+    frame = pd.concat([read_phase_change(p) for p in paths], ignore_index=True)[PHASE_COLUMNS]
+    atomic.write_csv(out_csv, frame)
     return frame

@@ -14,14 +14,20 @@ from .plots import STYLE, plt, save
 
 STEP_LABEL = "training step + 1 (log scale)"
 PHASE_STYLE = {"steepest_drop_loss_pred": ("steepest loss drop", "tab:red", "--"),
-               "period_score_crossing": ("period score crossing", "tab:purple", ":")}
+               "induction_rise": ("induction rise", "tab:purple", ":")}
+
+
+def _detected(step) -> bool:
+    from .dynamics import NOT_DETECTED
+
+    return str(step) not in NOT_DETECTED and not pd.isna(step)
 
 
 def _phase_lines(ax, phase: pd.DataFrame | None) -> None:
     if phase is None:
         return
     for r in phase.itertuples():
-        if str(r.step) == "never" or r.metric not in PHASE_STYLE:
+        if not _detected(r.step) or r.metric not in PHASE_STYLE:
             continue
         label, colour, ls = PHASE_STYLE[r.metric]
         ax.axvline(int(r.step) + 1, color=colour, ls=ls, lw=1, label=f"{label} ({int(r.step)})")
@@ -72,14 +78,26 @@ def loss_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str,
     return fig
 
 
+def _chance_line(ax, frame: pd.DataFrame, metric: str, layer: int | None = None) -> None:
+    """The ``<metric>_chance`` level (of ``layer``, or the mean over layers, at the last
+    checkpoint) as a grey dotted line labelled "chance"; nothing when it is not recorded."""
+    rows = frame[frame["metric"] == f"{metric}_chance"]
+    if layer is not None:
+        rows = rows[rows["layer"] == layer]
+    if rows.empty:
+        return
+    chance = float(rows[rows["step"] == rows["step"].max()]["value"].mean())
+    ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.3f})")
+
+
 def head_score_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str):
-    """Per-head OV positivity (with the direct path), previous-token and period score
-    against step; one column per layer."""
+    """Per-head OV positivity (with the direct path), previous-token and induction score
+    against step, each score with its chance level; one column per layer."""
     heads = frame[frame["metric"] == "ov_positivity"][["layer", "head"]].drop_duplicates()
     layers = sorted(heads["layer"].unique())
     rows = [("ov_positivity", "OV eigenvalue positivity", (-1.05, 1.05)),
             ("previous_token", "previous-token score", (0, 1)),
-            ("period", "period score", (0, 1))]
+            ("induction", "induction score", (0, 1))]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(len(rows), len(layers), figsize=(4.2 * len(layers) + 0.5, 2.4 * len(rows)),
                                  squeeze=False, constrained_layout=True, sharex=True)
@@ -93,6 +111,8 @@ def head_score_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: st
                     s, v = _curve(frame, "direct_positivity")
                     ax.plot(s + 1, v, color="black", ls="--", lw=1, label="direct path")
                     ax.axhline(0, color="grey", lw=0.6)
+                else:
+                    _chance_line(ax, frame, metric, l)
                 ax.set_xscale("log")
                 ax.set_ylim(*ylim)
                 ax.set_title(f"layer {l}: {label}")
@@ -180,4 +200,77 @@ def pca_trajectories(frame: pd.DataFrame):
                      "one line per seed; "
                      "○ step 0, □ final step)")
         ax.legend(fontsize=7)
+    return fig
+
+
+def _step_limits(steps) -> tuple[float, float]:
+    """x limits (step + 1) spanning the checkpoints; a single checkpoint gets a decade around it."""
+    x = np.asarray(steps, dtype=float) + 1.0
+    lo, hi = float(x.min()), float(x.max())
+    if hi <= lo:
+        return lo / np.sqrt(10), hi * np.sqrt(10)
+    return lo, hi
+
+
+def _seed_label(seed: int, rows: pd.DataFrame) -> str:
+    """"seed s", plus each detector that found no step and why, in words."""
+    missing = [f"{PHASE_STYLE[r.metric][0]}: {r.step}" for r in rows.itertuples()
+               if r.metric in PHASE_STYLE and not _detected(r.step)]
+    return f"seed {seed}" + (f" ({'; '.join(missing)})" if missing else "")
+
+
+def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str):
+    """Both phase-change detectors of every seed of one variant.
+
+    Left: predictable-target loss over training; right: the best head's induction score
+    (the ``best_induction`` rows: layers that can form an induction head) with its
+    chance level. One colour per seed; each seed's detected steps are vertical lines in
+    its colour (steepest loss drop dashed, induction rise dotted); a detector that found
+    no step draws nothing, and the seed's legend entry says so.
+    """
+    from matplotlib.lines import Line2D
+
+    from .dynamics import BEST_INDUCTION, induction_chance, metric_curve
+
+    seeds = sorted(int(s) for s in dynamics["seed"].unique())
+    colours = plt.get_cmap("tab10")
+    has_best = (dynamics["metric"] == BEST_INDUCTION).any()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
+        for k, seed in enumerate(seeds):
+            colour = colours(k % 10)
+            frame = dynamics[dynamics["seed"] == seed]
+            rows = phase[phase["seed"] == seed]
+            s, v = metric_curve(frame, "loss_pred")
+            axes[0].plot(s + 1, v, color=colour, marker="o", ms=2, lw=1,
+                         label=_seed_label(seed, rows))
+            if has_best:
+                s, v = metric_curve(frame, BEST_INDUCTION)
+                axes[1].plot(s + 1, v, color=colour, marker="o", ms=2, lw=1, label=f"seed {seed}")
+            for r in rows.itertuples():
+                if r.metric in PHASE_STYLE and _detected(r.step):
+                    for ax in axes:
+                        ax.axvline(int(r.step) + 1, color=colour, ls=PHASE_STYLE[r.metric][2], lw=1)
+        ax = axes[1]
+        if has_best:
+            chance = induction_chance(dynamics)
+            ax.axhline(chance, color="grey", ls=":", lw=1.2, label=f"chance ({chance:.3f})")
+            ax.set_ylim(0, 1)
+        else:
+            ax.text(0.5, 0.5, "no layer can form an induction head\n(needs layer ≥ 1 or smeared keys)",
+                    ha="center", va="center", transform=ax.transAxes)
+        styles = [Line2D([], [], color="black", ls=PHASE_STYLE[m][2], lw=1,
+                         label=f"{PHASE_STYLE[m][0]} (vertical line)") for m in PHASE_STYLE]
+        axes[0].set_ylabel("predictable-target loss (nats)")
+        axes[0].set_title("loss on predictable targets")
+        ax.set_ylabel("best head's induction score")
+        ax.set_title("best induction score (layers ≥ 1 or smeared)")
+        lo, hi = _step_limits(dynamics["step"])
+        for ax in axes:
+            ax.set_xscale("log")
+            ax.set_xlim(lo, hi)
+            ax.set_xlabel(STEP_LABEL)
+        axes[0].legend(handles=axes[0].get_legend_handles_labels()[0] + styles, fontsize=6)
+        _legend(axes[1], fontsize=6)
+        fig.suptitle(f"{title}: phase change per seed")
     return fig

@@ -258,9 +258,15 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
         fig = ablated_patterns(inputs[0], rows, f"{variant} {Path(inputs[0]).parent.name}")
     elif name == "dynamics":
         fig = dynamics_bands(table(inputs[0]), variant)
+    elif name == "phase_change":
+        from .dynamics import read_phase_change
+        from .dynamics_plots import phase_change_figure
+
+        phase = read_phase_change(inputs[1])
+        fig = phase_change_figure(table(inputs[0]), phase[phase["variant"] == variant], variant)
     else:
         raise ValueError(f"unknown figure {name!r}; known: training, spectra, composition, "
-                         "failure_modes, ablations, ablated_attention, dynamics")
+                         "failure_modes, ablations, ablated_attention, dynamics, phase_change")
     save(fig, out)
 
 
@@ -315,14 +321,14 @@ def ablated_patterns(npz_path, rows: list[tuple[str, int]], title: str):
     return fig
 
 
-def dynamics_bands(dynamics, title: str, period_threshold: float = 0.5):
+def dynamics_bands(dynamics, title: str):
     """Over training, mean and min-max over seeds: predictable loss, ICL score, and the
-    largest period and previous-token score of any head."""
+    largest induction and previous-token score of any head, each with its chance level."""
     per_step = lambda metric, how: (dynamics[dynamics["metric"] == metric]  # noqa: E731
                                     .groupby(["seed", "step"])["value"].agg(how).reset_index())
     panels = [("loss_pred", "first", "predictable-target loss (nats)"),
               ("icl_score", "first", "ICL score (last − first loss)"),
-              ("period", "max", "largest period score of any head"),
+              ("induction", "max", "largest induction score of any head"),
               ("previous_token", "max", "largest previous-token score of any head")]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, 4, figsize=(13, 2.8), constrained_layout=True)
@@ -330,8 +336,10 @@ def dynamics_bands(dynamics, title: str, period_threshold: float = 0.5):
             frame = per_step(metric, how)
             frame["step1"] = frame["step"] + 1
             _band(ax, frame, "step1", "value", label)
-            if metric == "period":
-                ax.axhline(period_threshold, color="grey", ls=":", lw=1)
+            chance = dynamics.loc[dynamics["metric"] == f"{metric}_chance", "value"]
+            if len(chance):
+                ax.axhline(chance.mean(), color="grey", ls=":", lw=1, label="chance")
+                ax.legend(fontsize=6)
             ax.set_xscale("log")
             ax.set_xlabel("training step + 1 (log)")
             ax.set_ylabel(label)

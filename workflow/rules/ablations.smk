@@ -27,9 +27,13 @@ rule ablations:
         "--table {output.table} --attention {output.attention} --threads {threads} > {log} 2>&1"
 
 
-# Period score of every later layer of the deepest variant (a variant shows the ones it has).
-ABLATION_PERIOD_METRICS = [
-    f"period_mean_L{l}" for l in range(1, max(v["n_layers"] for v in config["variants"].values()))
+# Induction and first-block scores of every later layer of the deepest variant, mean and
+# max over its heads, with their chance levels (a variant shows the layers it has).
+ABLATION_SCORE_METRICS = [
+    f"{score}_{stat}_L{l}"
+    for l in range(1, max(v["n_layers"] for v in config["variants"].values()))
+    for score in ("induction", "first_block")
+    for stat in ("mean", "max", "chance")
 ]
 
 
@@ -38,8 +42,11 @@ report_section(
     title="Ablations",
     order=60,
     text="Each ablation is rerun on the behaviour sample: loss on all and predictable targets, "
-    "predictable accuracy, greedy accuracy on the in-distribution suite prompts, and the mean "
-    "period score of every later layer (period_mean_L1, ...). Composition rows: the later layer's "
+    "predictable accuracy, greedy accuracy on the in-distribution suite prompts, and for every "
+    "later layer the mean and max over its heads of the induction score (attention on every "
+    "earlier copy of the target) and of the first-block score (attention on the target's copy in "
+    "the first block: the write-up's faint diagonal lines), each beside its chance level (uniform "
+    "causal attention on the same queries and keys). Composition rows: the later layer's "
     "queries/keys from the embedding (direct path) or the full residual stream; values always "
     "from the residual.",
     tables=[
@@ -50,7 +57,7 @@ report_section(
                             "remove_head_from_keys", "remove_head_from_queries"]},
          "spread": {"index": ["ablation"],
                     "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc"]
-                    + ABLATION_PERIOD_METRICS}},
+                    + ABLATION_SCORE_METRICS}},
         {"path": aggregated_table("ablations", summary=True),
          "caption": "Head ablations: each head zeroed, replaced by its mean, or zeroed with every "
          "attention pattern frozen to the clean run (mean ± std [min, max] over seeds).",
@@ -70,8 +77,9 @@ report_section(
     variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
     text="Mean attention of every later layer (layer 1 onwards) of the first seed: clean, with "
     "that layer's queries and keys from the embedding, with keys from the residual (K-composition "
-    "on), and with queries from the residual only (K-composition off). The diagonal stripes five "
-    "back are the induction pattern.",
+    "on), and with queries from the residual only (K-composition off). Diagonal stripes at offsets "
+    "5, 11 and 17 are attention on the target's earlier copies; the lines from keys 0–5 are the "
+    "first-block copies.",
     figures=[{"path": f"{RESULTS}/figures/{{variant}}/ablated_attention.png",
               "caption": "Attention of each later layer, clean and ablated (first seed)."}],
 )

@@ -49,16 +49,25 @@ report_section(
     tables=[
         {"path": aggregated_table("completions"), "caption": "Greedy completions of the prompt suite."},
         {"path": aggregated_table("behaviour", summary=True),
-         "caption": "Random prompts: completion accuracy (mean over prompts), share completed exactly, "
-         "immediate-repeat rate of the completions against that of the correct completions, "
-         "and share of generated letters found in the prompt. Mean ± std [min, max] over seeds.",
+         "caption": "Random prompts (random_len: blocks drawn with replacement, as in training; "
+         "random_distinct_len: blocks of distinct letters, as the write-up tried): completion "
+         "accuracy (mean over prompts), share completed exactly, immediate-repeat rate of the "
+         "completions against that of the correct completions, and share of generated letters "
+         "found in the prompt. ood_two_blocks: prompts of two blocks of distinct letters, none "
+         "shared; the share of completed letters that continue the first block and the share "
+         "that continue the second (the letter after the previous one's place in that block). "
+         "repeat_when_correct_rate: teacher-forced, the share of predictable targets that repeat "
+         "the current letter where the model predicts that repeat. Mean ± std [min, max] over seeds.",
          "spread": {"index": ["metric"]},
-         "where": {"metric": [f"random_len{L}_{m}" for L in config["behaviour"]["random_prompt_lengths"]
+         "where": {"metric": [f"random{kind}_len{L}_{m}"
+                              for L in config["behaviour"]["random_prompt_lengths"]
+                              for kind in ("", "_distinct")
                               for m in ("acc_mean", "exact", "repeat_rate", "repeat_rate_data",
                                         "share_in_prompt")]
                    + ["ood_len{}_repeat_rate".format(2 * config["task"]["block_len"]),
                       "ood_len{}_share_in_prompt".format(2 * config["task"]["block_len"]),
-                      "icl_score"]}},
+                      "ood_two_blocks_follows_first", "ood_two_blocks_follows_second",
+                      "ood_two_blocks_repeat_rate", "repeat_when_correct_rate", "icl_score"]}},
     ],
 )
 
@@ -67,12 +76,26 @@ report_section(
     title="Attention patterns and head roles",
     order=40,
     text="Head scores on random task sequences (prefix matching on blocks of distinct letters), "
-    "per seed, and the roles they imply under the thresholds in config.yaml. Figures: the first seed.",
+    "per seed. induction: attention on every earlier copy of the token to be predicted; "
+    "nearest_copy: on its nearest copy only (5 back); first_block: on its copy in the first "
+    "block; previous_token: 1 back; local: the current and the previous {w} − 1 tokens; "
+    "prefix_matching: keys that follow an earlier copy of the current token; copying: the "
+    "empirical copying score. Every attention score has a chance level, the score of uniform "
+    "causal attention on the same queries and keys (first table). A head has a role only when its "
+    "score is at least {times}× its chance level and at least chance + {above}. Figures: the first "
+    "seed.".format(w=config["behaviour"]["roles"]["local_window"],
+                   times=config["behaviour"]["roles"]["times_chance"],
+                   above=config["behaviour"]["roles"]["above_chance"]),
     tables=[
         {"path": aggregated_table("head_scores"),
+         "caption": "Chance levels: each attention score of uniform causal attention.",
+         "columns": [f"{s}_chance" for s in ("induction", "nearest_copy", "first_block",
+                                              "previous_token", "local", "prefix_matching")],
+         "max_rows": 1},
+        {"path": aggregated_table("head_scores"),
          "caption": "Head scores and roles per seed.",
-         "columns": ["seed", "layer", "head", "previous_token", "period", "prefix_matching",
-                     "local", "copying", "roles"]},
+         "columns": ["seed", "layer", "head", "induction", "nearest_copy", "first_block",
+                     "previous_token", "local", "prefix_matching", "copying", "roles"]},
     ],
     figures=[
         {"path": model_file("figures/attention/mean.png"), "dir": model_file("figures/attention"),

@@ -84,21 +84,34 @@ report_section(
     name="dynamics",
     title="Training dynamics",
     order=70,
-    text="Every checkpoint scored with the functions applied to the final model. Phase change: "
-    "steepest_drop_loss_pred is the step at which the predictable-target loss, interpolated in "
-    "u = ln(step + 1) and smoothed with a Gaussian (sd dynamics.drop_smoothing in u), falls fastest "
-    "per unit of u (value: that rate in nats; 'never' below dynamics.min_drop_rate); "
-    "period_score_crossing is the first checkpoint at which some head's period score exceeds "
-    "dynamics.period_threshold (value: the largest period score; layer/head: that head).",
+    text="Every checkpoint scored with the functions applied to the final model. Two phase-change "
+    "detectors per seed. steepest_drop_loss_pred is the step at which the predictable-target loss, "
+    "interpolated in u = ln(step + 1) and smoothed with a Gaussian (sd dynamics.drop_smoothing in "
+    "u), falls fastest per unit of u (value: that rate in nats; 'never' below "
+    "dynamics.min_drop_rate). induction_rise is the first checkpoint at which the best head's "
+    "induction score (attention on every earlier copy of the token to be predicted; best over the "
+    "heads of the layers that can form an induction head: layer >= 1, or a layer with smeared "
+    "keys) reaches chance + dynamics.induction_rise_fraction x (final - chance); chance is the "
+    "score of uniform causal attention on the same queries and keys, final the best score at the "
+    "last checkpoint (value: the best score there; layer/head: that head). When final - chance is "
+    "below dynamics.min_induction_gain, or no layer can form an induction head, no induction head "
+    "formed: the step reads 'none formed' and the note gives the numbers.",
     tables=[{"path": f"{RESULTS}/tables/phase_change.csv",
-             "caption": "Phase-change steps per seed.",
-             "columns": ["seed", "metric", "step", "value", "layer", "head"]}],
+             "caption": "Phase-change steps per seed, with the chance level of the induction score "
+             "and, where a detector found no step, why.",
+             "columns": ["seed", "metric", "step", "value", "chance", "layer", "head", "note"]}],
     figures=[
+        {"path": f"{RESULTS}/figures/{{variant}}/phase_change.png",
+         "caption": "Phase change per seed: predictable-target loss (left) and the best head's "
+         "induction score with its chance level (right) over training, one colour per seed; "
+         "vertical lines in the seed's colour mark its steepest loss drop (dashed) and its "
+         "induction rise (dotted); a seed whose detector found no step says so in the legend."},
         {"path": f"{RESULTS}/figures/{{variant}}/dynamics.png",
-         "caption": "Predictable loss, ICL score and the largest period and previous-token scores "
-         "over training: mean over seeds, band min–max."},
+         "caption": "Predictable loss, ICL score and the largest induction and previous-token "
+         "scores of any head over training, with their chance levels: mean over seeds, band "
+         "min–max."},
         {"path": model_file("figures/dynamics/head_scores.png"), "dir": model_file("figures/dynamics"),
-         "caption": "Per-head scores over training (first seed)."},
+         "caption": "Per-head scores over training, with chance levels (first seed)."},
         {"path": model_file("figures/dynamics/per_position_loss.png"),
          "dir": model_file("figures/dynamics"),
          "caption": "Per-position validation loss over training (first seed)."},

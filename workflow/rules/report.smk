@@ -15,6 +15,7 @@ FIGURE_INPUTS = {
         model_file("ablated_attention.npz").format(variant=w.variant, seed=SEEDS[0])
     ],
     "dynamics": [aggregated_table("dynamics")],
+    "phase_change": [aggregated_table("dynamics"), f"{RESULTS}/tables/phase_change.csv"],
 }
 
 
@@ -45,6 +46,7 @@ rule aggregate:
 rule claims:
     input:
         claims=workflow.source_path("../claims.yaml"),
+        roles=settings_file("behaviour"),
         tables=lambda w: [aggregated_table(t) for t in AGGREGATED_TABLES]
         + [f"{RESULTS}/tables/phase_change.csv"],
     output:
@@ -54,7 +56,7 @@ rule claims:
         "logs/claims.log",
     shell:
         "inductionlab claims {input.claims} {output.claims} {output.scorecard} {input.tables} "
-        "> {log} 2>&1"
+        "--roles {input.roles} > {log} 2>&1"
 
 
 rule figure:
