@@ -41,6 +41,34 @@ class ShiftCopyModel(AttentionOnlyTransformer):
         return super()._run(tokens, self.fixed, per_head, **kwargs)
 
 
+class FixedPatternCopyModel(ShiftCopyModel):
+    """One head with a given attention pattern [T, T] that copies what it attends to."""
+
+    def __init__(self, pattern: torch.Tensor, gain: float = 2.0):
+        super().__init__(shift=0, gain=gain, seq_len=pattern.shape[-1])
+        self.fixed = FixedPattern(pattern)
+
+
+class FixedPattern(Intervention):
+    """Every head of every layer gets the same fixed pattern [T, T]."""
+
+    def __init__(self, pattern: torch.Tensor):
+        self.fixed = pattern
+
+    def pattern(self, layer, pattern):
+        return self.fixed.to(pattern.dtype).expand_as(pattern)
+
+
+def every_copy_pattern(T: int, block_len: int) -> torch.Tensor:
+    """From query i >= block_len, equal attention on every earlier copy of token i + 1
+    (keys 1 <= j <= i, j ≡ i + 1 mod block_len); earlier queries attend to themselves."""
+    pattern = torch.zeros(T, T)
+    for i in range(T):
+        keys = [j for j in range(1, i + 1) if (i + 1 - j) % block_len == 0] if i >= block_len else [i]
+        pattern[i, keys] = 1.0 / len(keys)
+    return pattern
+
+
 class PreviousTokenPattern(Intervention):
     """Head ``head`` of layer ``layer`` attends from i to i - 1; at position 0 it attends nowhere
     (a zero row), so it writes nothing there rather than a spurious "previous token"."""

@@ -13,8 +13,8 @@ def _model(variant, seed, **columns):
     return pd.DataFrame({"variant": [variant] * n, "seed": [seed] * n, **columns})
 
 
-def _heads(variant, seed, period, local, roles):
-    return _model(variant, seed, layer=[0, 0], head=[0, 1], period=period, local=local,
+def _heads(variant, seed, induction, local, roles):
+    return _model(variant, seed, layer=[0, 0], head=[0, 1], induction=induction, local=local,
                   roles=roles)
 
 
@@ -39,7 +39,7 @@ def heads():
 def test_stack_keeps_every_row(heads):
     assert len(heads) == 8
     assert heads["seed"].tolist() == [0, 0, 1, 1, 2, 2, 0, 0]
-    assert heads["period"].dtype == float
+    assert heads["induction"].dtype == float
 
 
 def test_summary_has_mean_std_min_max_per_variant_key_and_metric(heads):
@@ -48,10 +48,10 @@ def test_summary_has_mean_std_min_max_per_variant_key_and_metric(heads):
                                      "min", "max"]
     # 2 variants x 2 heads x 2 metrics
     assert len(summary) == 8
-    row = _row(summary, variant="a", layer=0, head=0, metric="period")
+    row = _row(summary, variant="a", layer=0, head=0, metric="induction")
     assert (row["n"], row["mean"], row["min"], row["max"]) == (3, 3.0, 1.0, 5.0)
     assert row["std"] == pytest.approx(2.0)  # sample std (ddof=1) of 1, 3, 5; ddof=0 is 1.633
-    row = _row(summary, variant="a", layer=0, head=1, metric="period")
+    row = _row(summary, variant="a", layer=0, head=1, metric="induction")
     assert row["mean"] == pytest.approx(0.3)
     assert row["std"] == pytest.approx(np.std([0.1, 0.2, 0.6], ddof=1))
     row = _row(summary, variant="a", layer=0, head=0, metric="local")
@@ -59,7 +59,7 @@ def test_summary_has_mean_std_min_max_per_variant_key_and_metric(heads):
 
 
 def test_one_seed_has_nan_std(heads):
-    row = _row(summarise(heads, "head_scores"), variant="b", layer=0, head=0, metric="period")
+    row = _row(summarise(heads, "head_scores"), variant="b", layer=0, head=0, metric="induction")
     assert row["n"] == 1 and row["mean"] == 2.0 and row["min"] == 2.0 and row["max"] == 2.0
     assert math.isnan(row["std"])
 
@@ -69,12 +69,12 @@ def test_declared_keys_leave_other_columns_out(heads):
     assert key_columns(heads, "head_scores") == ["layer", "head"]
     summary = summarise(heads, "head_scores")
     assert "roles" not in summary.columns
-    assert set(summary["metric"]) == {"period", "local"}
+    assert set(summary["metric"]) == {"induction", "local"}
     # inferred instead, the roles would split the rows of a head by seed
     inferred = summarise(heads, "not_a_declared_table")
     assert "roles" in inferred.columns
-    assert _row(inferred, variant="a", layer=0, head=0, metric="period", roles="induction")["n"] == 2
-    assert _row(inferred, variant="a", layer=0, head=0, metric="period", roles="local")["n"] == 1
+    assert _row(inferred, variant="a", layer=0, head=0, metric="induction", roles="induction")["n"] == 2
+    assert _row(inferred, variant="a", layer=0, head=0, metric="induction", roles="local")["n"] == 1
 
 
 def test_inferred_keys_are_the_non_float_columns():
@@ -116,14 +116,14 @@ def test_tidy_table_is_summarised_as_it_is():
 
 
 def test_tidy_dynamics_keeps_its_keys():
-    rows = dict(step=[0, 0, 10], metric=["loss_pos", "loss_pos", "period"], layer=[-1, -1, 0],
+    rows = dict(step=[0, 0, 10], metric=["loss_pos", "loss_pos", "induction"], layer=[-1, -1, 0],
                 head=[-1, -1, 1], position=[0, 1, -1])
     long = stack([_model("a", 0, **rows, value=[3.0, 2.0, 0.1]),
                   _model("a", 1, **rows, value=[3.2, 2.4, 0.3])])
     summary = summarise(long, "dynamics")
     assert len(summary) == 3
     assert _row(summary, metric="loss_pos", position=1)["mean"] == pytest.approx(2.2)
-    assert _row(summary, metric="period")["max"] == pytest.approx(0.3)
+    assert _row(summary, metric="induction")["max"] == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("drop, named", [(["seed"], "'seed'"), (["variant"], "'variant'"),

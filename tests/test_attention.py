@@ -1,12 +1,15 @@
 import pytest
 import torch
 
-from handbuilt import ShiftCopyModel
-from inductionlab.attention import (copying_score, head_roles, head_score_table, local_score,
-                                    offset_profile, period_score, prefix_match_mask,
-                                    previous_token_score)
+from handbuilt import FixedPatternCopyModel, ShiftCopyModel, every_copy_pattern
+from inductionlab.attention import (ATTENTION_SCORES, attention_mass, copying_score,
+                                    first_block_score, head_score_table, induction_score,
+                                    local_score, nearest_copy_masks, nearest_copy_score,
+                                    offset_profile, prefix_match_mask, previous_token_score,
+                                    uniform_pattern)
 from inductionlab.behaviour import evaluation_samples
 from inductionlab.data import TaskConfig
+from inductionlab.roles import head_roles, role_threshold
 
 TASK = TaskConfig()
 
@@ -17,9 +20,11 @@ def _scores(model):
     return frame.iloc[0], means
 
 
-def test_shift_five_head_scores_period_one():
+def test_shift_five_head_scores_nearest_copy_one():
     row, means = _scores(ShiftCopyModel(shift=5))
-    assert row["period"] == pytest.approx(1.0)
+    assert row["nearest_copy"] == pytest.approx(1.0) and row["induction"] == pytest.approx(1.0)
+    # the first-block copy is 5 back only for queries in the second block
+    assert row["first_block"] == pytest.approx(0.0)
     assert row["prefix_matching"] == pytest.approx(1.0)
     assert row["previous_token"] < 0.1 and row["local"] < 0.2
     assert row["copying"] > 3  # the attended token's logit is far above the rest
@@ -29,7 +34,7 @@ def test_shift_five_head_scores_period_one():
 def test_previous_token_head_scores_one():
     row, _ = _scores(ShiftCopyModel(shift=1))
     assert row["previous_token"] == pytest.approx(1.0)
-    assert row["period"] == pytest.approx(0.0) and row["prefix_matching"] == pytest.approx(0.0)
+    assert row["induction"] == pytest.approx(0.0) and row["prefix_matching"] == pytest.approx(0.0)
     assert row["local"] == pytest.approx(1.0)
 
 
@@ -40,15 +45,58 @@ def test_anti_copying_head_has_negative_copying_score():
 
 def test_scores_on_uniform_attention():
     T = 24
-    uniform = torch.tril(torch.ones(T, T))
-    uniform = (uniform / uniform.sum(-1, keepdim=True)).expand(2, 3, T, T)
+    uniform = uniform_pattern(T).expand(2, 3, T, T)
     # mean of 1/(i+1) over the queries where each score is defined
     assert previous_token_score(uniform)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(1, T)) / (T - 1), rel=1e-6)
-    assert period_score(uniform, 6)[0].item() == pytest.approx(
+    assert nearest_copy_score(uniform, 6)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(6, T)) / (T - 6), rel=1e-6)
     assert local_score(uniform, 1)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(T)) / T, rel=1e-6)
+    # every copy of token i + 1 among keys 1..i: 1, 2 and 3 of them in blocks 2, 3, 4
+    copies = sum(len([j for j in range(1, i + 1) if (i + 1 - j) % 6 == 0]) / (i + 1) for i in range(6, T))
+    assert induction_score(uniform, 6)[0].item() == pytest.approx(copies / (T - 6), rel=1e-6)
+    assert first_block_score(uniform, 6)[0].item() == pytest.approx(
+        sum(1 / (i + 1) for i in range(12, T)) / (T - 12), rel=1e-6)
+
+
+def test_chance_levels_of_the_task():
+    """The values SCIENCE.md quotes for T = 24, from the masks."""
+    from inductionlab.attention import attention_score
+
+    u = uniform_pattern(24)
+    expected = {"previous_token": 0.121, "local": 0.310, "nearest_copy": 0.074, "induction": 0.127,
+                "first_block": 0.056}
+    for name, value in expected.items():
+        score, chance = attention_score(u, name, 6, local_window=3)
+        assert chance == pytest.approx(value, abs=5e-4), name
+        assert score.item() == pytest.approx(chance, rel=1e-6), name
+
+
+def test_uniform_attention_scores_exactly_its_chance_columns():
+    model = FixedPatternCopyModel(uniform_pattern(24)[0, 0])
+    row, _ = _scores(model)
+    for name in ATTENTION_SCORES:
+        assert row[name] == pytest.approx(row[f"{name}_chance"], rel=1e-5), name
+    assert row["induction_chance"] == pytest.approx(0.12664, abs=1e-5)
+    # and no role, whatever the copying score
+    assert not {"previous_token", "induction", "prefix_matching", "local"} & set(head_roles(row, RULES))
+
+
+def test_head_spreading_over_every_copy_is_a_full_induction_head():
+    pattern = every_copy_pattern(24, 6)
+    row, _ = _scores(FixedPatternCopyModel(pattern))
+    assert row["induction"] == pytest.approx(1.0)
+    # the nearest copy holds 1, 1/2 and 1/3 of the attention in blocks 2, 3 and 4
+    keys, queries = nearest_copy_masks(24, 6)
+    for block, share in ((1, 1.0), (2, 1 / 2), (3, 1 / 3)):
+        in_block = queries & (torch.arange(24) // 6 == block)
+        assert attention_mass(pattern[None, None], keys, in_block).item() == pytest.approx(share)
+    assert row["nearest_copy"] == pytest.approx((1 + 1 / 2 + 1 / 3) / 3)  # about 0.61
+    # from the third block on, the first-block copy holds 1/2 and 1/3, except where it is
+    # key 0 (queries 17 and 23), which the head leaves out
+    assert row["first_block"] == pytest.approx((5 / 2 + 5 / 3) / 12)
+    assert "induction" in head_roles(row, RULES) and "copying" in head_roles(row, RULES)
 
 
 def test_prefix_match_mask():
@@ -69,26 +117,34 @@ def test_copying_score_sign_and_zero():
     assert copying_score(pattern, -head_out, W_U, tokens).item() < -1
 
 
-THRESHOLDS = {"previous_token_min": 0.5, "period_min": 0.3, "prefix_matching_min": 0.3,
-              "local_window": 3, "local_min": 0.6, "copying_margin": 0.5}
+RULES = {"times_chance": 2.0, "above_chance": 0.2, "local_window": 3, "copying_margin": 0.5}
+CHANCE = {"previous_token_chance": 0.121, "induction_chance": 0.127,
+          "prefix_matching_chance": 0.127, "local_chance": 0.310}
 
 
 @pytest.mark.parametrize("scores,roles", [
-    ({"previous_token": 0.9, "period": 0.0, "prefix_matching": 0.0, "local": 0.95, "copying": -2},
-     ["previous_token", "local_anti_copying"]),
-    ({"previous_token": 0.0, "period": 0.8, "prefix_matching": 0.8, "local": 0.1, "copying": 3},
+    ({"previous_token": 0.9, "induction": 0.0, "prefix_matching": 0.0, "local": 0.95, "copying": -2},
+     ["previous_token", "local", "anti_copying"]),
+    ({"previous_token": 0.0, "induction": 0.8, "prefix_matching": 0.8, "local": 0.1, "copying": 3},
      ["induction", "prefix_matching", "copying"]),
-    ({"previous_token": 0.0, "period": 0.8, "prefix_matching": 0.1, "local": 0.1, "copying": 0},
-     ["period"]),
-    ({"previous_token": 0.1, "period": 0.1, "prefix_matching": 0.1, "local": 0.2, "copying": -1},
+    ({"previous_token": 0.0, "induction": 0.8, "prefix_matching": 0.1, "local": 0.1, "copying": 0},
+     ["induction"]),
+    # the old fixed thresholds: 0.16 previous-token, 0.3 induction and 0.6 local are not
+    # enough above chance (thresholds 0.321, 0.327, 0.621)
+    ({"previous_token": 0.16, "induction": 0.32, "prefix_matching": 0.1, "local": 0.6, "copying": -1},
      ["anti_copying"]),
-    ({"previous_token": 0.1, "period": 0.1, "prefix_matching": 0.1, "local": 0.2, "copying": 0.1},
+    ({"previous_token": 0.1, "induction": 0.1, "prefix_matching": 0.1, "local": 0.2, "copying": 0.1},
      []),
 ])
-def test_head_roles_follow_the_thresholds(scores, roles):
-    assert head_roles(scores, THRESHOLDS) == roles
-    stricter = {**THRESHOLDS, "period_min": 0.9, "previous_token_min": 0.95}
-    assert "period" not in head_roles(scores, stricter) and "induction" not in head_roles(scores, stricter)
+def test_head_roles_follow_the_rule_relative_to_chance(scores, roles):
+    assert head_roles({**scores, **CHANCE}, RULES) == roles
+    stricter = {**RULES, "times_chance": 7.0}  # 7 x 0.127 = 0.889 > 0.8
+    assert "induction" not in head_roles({**scores, **CHANCE}, stricter)
+
+
+def test_role_threshold_is_the_larger_of_the_two_rules():
+    assert role_threshold(0.1, RULES) == pytest.approx(0.3)   # chance + 0.2
+    assert role_threshold(0.31, RULES) == pytest.approx(0.62)  # 2 x chance
 
 
 def test_copying_score_equals_its_definition_on_random_heads():

@@ -524,7 +524,7 @@ def _metric_tables(spec):
     if "derived" in spec:
         assert spec["derived"] in DERIVED, spec
         found = set(IMPLICIT_TABLES.get(spec["derived"], set()))
-        for part in ("a", "b", "select", "measure"):
+        for part in ("a", "b", "select", "measure", "chance"):
             if isinstance(spec.get(part), dict):
                 found |= _metric_tables(spec[part])
         return found
@@ -549,4 +549,4 @@ def test_shipped_claims_load_and_name_known_tables():
             assert "above" in metric, c["id"]
         if reduce == "count_below":
             assert "below" in metric, c["id"]
-        assert isinstance(c["threshold"], (int, float)), c["id"]
+        assert c["threshold"] == "role" or isinstance(c["threshold"], (int, float)), c["id"]

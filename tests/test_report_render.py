@@ -194,10 +194,11 @@ def test_headline_scorecard_and_methods(manifest):
     assert "1.629" in summary  # loss floor, 3 decimals
     # scorecard: verdicts, escaped quotes, the write-up's number formatted
     assert "holds in 1 of 2 seeds" in summary
-    assert "holds in 0 of 2 seeds (2 not measured)" in summary
+    assert "not measured in 2 of 2 seeds" in summary
+    assert "not measured: no table &#39;ablations&#39;" in summary  # the reason, escaped once
     assert "Fails at &lt;this&gt; task" in summary
     assert "<td>-0.9996</td>" in summary
-    assert '<tr class="some">' in summary and '<tr class="none">' in summary
+    assert '<tr class="some">' in summary and '<tr class="unmeasured">' in summary
     methods = html[html.index('<section id="methods"'):]
     assert "Vocabulary: the 26 letters" in methods
     assert "lr 0.001" in methods

@@ -270,9 +270,9 @@ def test_three_layer_model_has_every_layer_in_its_tables(tiny_run):
             "values_from_embedding_L2"} <= set(ablations["ablation"])
     ran = ablations[ablations["kind"] != "smear_off"]  # the one kind this model lacks
     assert (ran["status"] == "ok").all() and ablations["status"].str.startswith("skipped").sum() == 1
-    assert "period_mean_L2" in ablations.columns
+    assert {"induction_mean_L2", "first_block_chance_L2"} <= set(ablations.columns)
     dynamics = pd.read_csv(folder / "dynamics.csv")
-    assert 2 in set(dynamics.loc[dynamics["metric"] == "period", "layer"])
+    assert 2 in set(dynamics.loc[dynamics["metric"] == "induction", "layer"])
 
 
 # ---------------------------------------------------------------- the positional-shortcut experiment

@@ -88,7 +88,8 @@ def build_html(manifest: dict) -> str:
         for v in manifest["variants"]]
     study = [{"title": s["title"], "name": s["name"], "html": render_section(env, s, STUDY)}
              for s in sections if s["scope"] == "study"]
-    scorecard = pd.read_csv(manifest["scorecard"]) if manifest.get("scorecard") else None
+    scorecard = (pd.read_csv(manifest["scorecard"], keep_default_na=False)
+                 if manifest.get("scorecard") else None)
     return env.get_template("report.html.j2").render(
         manifest=manifest, chapters=chapters, study=study, scorecard=scorecard,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
