@@ -16,7 +16,7 @@ from inductionlab.positional_shortcut import (attention_summary, check_settings,
                                               metric_names, offset_table, position_scores,
                                               position_summary, position_table,
                                               row_argmax_offsets, shortcut_metrics,
-                                              shortcut_tables, target_copies_mask,
+                                              shortcut_tables,
                                               write_figures, write_shortcut)
 from inductionlab.spec import make_spec
 from inductionlab.train import save_model
@@ -88,8 +88,9 @@ def test_a_table_that_points_5_back_solves_the_task_in_one_layer():
     model = PositionalShiftModel(shift=5)
     metrics = _metrics(model)
     assert metrics["pos_argmax_offset5_share"] == 1.0 and metrics["pos_offset5_margin"] > 0
-    assert metrics["offset5_attention_max"] == pytest.approx(1.0, abs=1e-4)
-    assert metrics["target_copies_attention_max"] == pytest.approx(1.0, abs=1e-4)
+    assert metrics["nearest_copy_max"] == pytest.approx(1.0, abs=1e-4)
+    assert metrics["induction_max"] == pytest.approx(1.0, abs=1e-4)
+    assert metrics["induction_chance"] == pytest.approx(0.1266, abs=1e-4)
     assert metrics["acc_pred"] == 1.0 and metrics["loss_pred"] < 0.01
     assert metrics["random_len12_acc_mean"] == 1.0 and metrics["random_len12_exact"] == 1.0
     offsets = offset_table(model, evaluation_samples(TASK, 64, 0)[0])
@@ -100,7 +101,7 @@ def test_a_table_that_points_5_back_solves_the_task_in_one_layer():
 def test_the_same_model_with_a_fixed_table_does_not():
     metrics = _metrics(PositionalShiftModel(shift=5, learned=False))
     assert metrics["pos_argmax_offset5_share"] < 0.5 and metrics["pos_offset5_margin"] < 0
-    assert metrics["offset5_attention_max"] < 0.5 and metrics["target_copies_attention_max"] < 0.5
+    assert metrics["nearest_copy_max"] < 0.5 and metrics["induction_max"] < 0.5
     assert metrics["acc_pred"] < 0.5 and metrics["random_len12_exact"] == 0.0
 
 
@@ -114,19 +115,16 @@ def test_offset_table_reads_the_attention_not_the_table():
     assert attention[5] == pytest.approx(1.0) and attention.drop(5).max() < 0.1
 
 
-def test_target_copies_are_every_earlier_occurrence_of_the_target():
-    mask = target_copies_mask(TASK, 24)
-    assert sorted(23 - j for j in range(24) if mask[23, j]) == [5, 11, 17, 23]
-    assert not mask[:5].any() and [10 - j for j in range(24) if mask[10, j]] == [5]
+def test_attention_summary_counts_every_copy_of_the_target():
     tokens = evaluation_samples(TASK, 64, 0)[0]
-    # a head that attends 11 back copies the target too, but never looks 5 back
+    # a head that attends 11 back copies the target too, but never looks 5 back: queries
+    # 12..23 hold a copy 11 back (query 11's is key 0, left out), queries 6..10 attend key 0
     eleven = attention_summary(ShiftCopyModel(shift=11), tokens, TASK)
-    # queries 11..23 attend 11 back; queries 5..10 attend position 0, a copy only from i = 5
-    assert eleven["target_copies_attention_max"] == pytest.approx(14 / 19)
-    assert eleven["offset5_attention_max"] == pytest.approx(1 / 19)
+    assert eleven["induction_max"] == pytest.approx(12 / 18)
+    assert eleven["nearest_copy_max"] == pytest.approx(0.0)
     five = attention_summary(ShiftCopyModel(shift=5), tokens, TASK)
-    assert five == {"offset5_attention_max": pytest.approx(1.0),
-                    "target_copies_attention_max": pytest.approx(1.0)}
+    assert five == {"nearest_copy_max": pytest.approx(1.0), "nearest_copy_chance": pytest.approx(0.0737, abs=1e-4),
+                    "induction_max": pytest.approx(1.0), "induction_chance": pytest.approx(0.1266, abs=1e-4)}
 
 
 def test_every_table_names_its_model():

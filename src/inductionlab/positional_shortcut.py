@@ -15,11 +15,12 @@ table's position–position score matrix with its argmax per query row. Function
 take models, tensors and settings and return frames; the rules in
 ``workflow/rules/extra/positional_shortcut.smk`` only pass paths.
 
-The period offset is ``k = block_len − 1`` (5 on the default task). Offset-k
-quantities are averaged over the query positions i >= k: every position whose
-target is predictable. Every earlier copy of the target (k, k + block_len, ...
-back) holds the same letter, so a head can also spread its attention over all of
-them; :func:`target_copies_attention` measures that.
+The copy offset is ``k = block_len − 1`` (5 on the default task): token i + 1 equals
+token i − k once a block has passed. Every earlier copy of the target (k, k + block_len,
+... back) holds the same letter, so a head can also spread its attention over all of
+them. The attention measures are the pipeline's own head scores
+(:mod:`inductionlab.attention`): ``nearest_copy`` (mean A[i, i − k]) and ``induction``
+(every earlier copy), each beside its chance level.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .attention import offset_attention, offset_profile
+from .attention import attention_score, offset_profile
 from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
 from .data import TaskConfig, validation_set
 from .metrics import evaluate
@@ -42,7 +43,7 @@ COMPLETION_COLUMNS = ["variant", "seed", "prompt", "in_distribution", "completio
                       "accuracy"]
 
 
-def period_offset(task: TaskConfig) -> int:
+def copy_offset(task: TaskConfig) -> int:
     """The offset that solves the task: token i + 1 equals token i − (block_len − 1)."""
     return task.block_len - 1
 
@@ -83,13 +84,13 @@ def check_settings(settings: dict, config: dict) -> list[str]:
 
 def metric_names(task: TaskConfig, prompt_len: int) -> dict[str, list[str]]:
     """The metrics of :func:`shortcut_metrics`, as ``task`` (losses, accuracy, random
-    prompts) and ``mechanism`` (attention at the period offset and on every earlier copy
-    of the target, the positional table's peak)."""
-    k = period_offset(task)
+    prompts) and ``mechanism`` (the largest nearest-copy and induction score of any head
+    with their chance levels, the positional table's peak)."""
+    k = copy_offset(task)
     return {"task": ["loss_all", "loss_pred", "acc_pred", f"random_len{prompt_len}_acc_mean",
                      f"random_len{prompt_len}_exact"],
-            "mechanism": [f"offset{k}_attention_max", "target_copies_attention_max",
-                          f"pos_argmax_offset{k}_share", f"pos_offset{k}_margin"]}
+            "mechanism": ["nearest_copy_max", "nearest_copy_chance", "induction_max",
+                          "induction_chance", f"pos_argmax_offset{k}_share", f"pos_offset{k}_margin"]}
 
 
 # ---------------------------------------------------------------- the positional table
@@ -162,35 +163,18 @@ def offset_table(model, tokens: torch.Tensor) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=OFFSET_COLUMNS[2:])
 
 
-def target_copies_mask(task: TaskConfig, T: int) -> torch.Tensor:
-    """Bool [T, T]: key j holds a copy of query i's target, token i + 1, in any task sequence.
-
-    Those are the offsets i − j = k, k + block_len, k + 2·block_len, ... with k =
-    block_len − 1: every earlier occurrence of the target. A head may spread its
-    attention over them and still copy the right token.
-    """
-    k, n = period_offset(task), task.block_len
-    offset = torch.arange(T)[:, None] - torch.arange(T)[None, :]
-    return (offset >= k) & ((offset - k) % n == 0)
-
-
-def target_copies_attention(pattern: torch.Tensor, task: TaskConfig) -> torch.Tensor:
-    """Attention of each head on every earlier copy of the target, mean over sequences
-    and over queries i >= block_len − 1 (those that have one): [H]."""
-    k, T = period_offset(task), pattern.shape[-1]
-    mass = (pattern * target_copies_mask(task, T).to(pattern.dtype)).sum(-1)  # [B, H, T]
-    return mass[..., k:].mean(dim=(0, 2))
-
-
 @torch.no_grad()
 def attention_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict[str, float]:
-    """Largest over every head of every layer: mean attention k = block_len − 1 back
-    (over queries i >= k), and attention on every earlier copy of the target."""
-    k = period_offset(task)
+    """Largest over every head of every layer of the nearest-copy score (mean A[i, i − k])
+    and of the induction score (attention on every earlier copy of the target), with
+    their chance levels."""
     _, cache = model.run_with_cache(tokens)
-    return {f"offset{k}_attention_max": max(float(offset_attention(p, k).max()) for p in cache.pattern),
-            "target_copies_attention_max": max(float(target_copies_attention(p, task).max())
-                                               for p in cache.pattern)}
+    out = {}
+    for name in ("nearest_copy", "induction"):
+        scores = [attention_score(p, name, task.block_len) for p in cache.pattern]
+        out[f"{name}_max"] = max(float(score.max()) for score, _ in scores)
+        out[f"{name}_chance"] = scores[0][1]
+    return out
 
 
 # ---------------------------------------------------------------- one model
@@ -205,7 +189,7 @@ def shortcut_metrics(model, task: TaskConfig, val_tokens: torch.Tensor, sample: 
     ``prompt_len`` letters (mean, and share completed exactly); on ``sample``,
     :func:`attention_summary`; and :func:`position_summary` of the model's positional table.
     """
-    k = period_offset(task)
+    k = copy_offset(task)
     val = evaluate(model, val_tokens, task)
     random = random_prompt_summary(model, task, n_random_prompts, [prompt_len], seed)
     out = {"loss_all": val["loss_all"], "loss_pred": val["loss_pred"], "acc_pred": val["acc_pred"],
@@ -273,7 +257,7 @@ def offsets_figure(offsets: pd.DataFrame, task: TaskConfig):
 
     variants = list(dict.fromkeys(offsets["variant"]))
     T = int(offsets["offset"].max()) + 1
-    copies = list(range(period_offset(task), T, task.block_len))
+    copies = list(range(copy_offset(task), T, task.block_len))
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(1, len(variants), figsize=(max(3.4 * len(variants), 5.5), 2.8),
                                  sharey=True, squeeze=False, constrained_layout=True)
@@ -336,7 +320,7 @@ def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positi
     from .plots import save
 
     task = TaskConfig.from_dict(json.loads(open(settings_path).read())["task"])
-    k = period_offset(task)
+    k = copy_offset(task)
     positions = pd.read_csv(positions_csv)
     save(offsets_figure(pd.read_csv(offsets_csv), task), offsets_png)
     save(positions_figure(positions, int(positions["seed"].min()), k), positions_png)
