@@ -199,8 +199,10 @@ def over_selected_heads(tables, spec, variant, seed) -> float:
     heads = _heads_passing(tables, spec["select"], variant, seed)
     if not heads:
         sel = spec["select"]
-        raise NotMeasured(f"no head has {sel['column']} {sel['compare']} {sel['threshold']}"
-                          + (f" (where {sel['where']})" if sel.get("where") else ""))
+        where = "".join(f", {k} {v}" for k, v in (sel.get("where") or {}).items())
+        if sel["threshold"] == ROLE:
+            raise NotMeasured(f"no head has the {sel['column']} role{where}")
+        raise NotMeasured(f"no head has {sel['column']} {sel['compare']} {sel['threshold']}{where}")
     measure = _rows(tables, spec["measure"], variant, seed)
     values = [getattr(r, spec["measure"]["column"]) for r in measure.itertuples()
               if (int(r.layer), int(r.head)) in heads]
