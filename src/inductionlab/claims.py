@@ -399,7 +399,7 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             threshold = r.threshold_value if not pd.isna(r.threshold_value) else None
             text = format_value(r.value, compare if threshold is not None else None, threshold)
             values.append(text + (" (at chance)" if r.at_chance else ""))
-        at_chance = int(mine["at_chance"].sum()) if "at_chance" in mine else 0
+        at_chance = int(mine["at_chance"].sum())
         reasons = list(dict.fromkeys(str(r) for r in mine.loc[mine["status"] == NOT_MEASURED, "note"]))
         notes = []
         if at_chance:

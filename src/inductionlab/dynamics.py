@@ -197,14 +197,14 @@ def best_induction_rows(frame: pd.DataFrame, layers) -> pd.DataFrame:
                          "position": -1, "value": best["value"]})
 
 
-def induction_chance(frame: pd.DataFrame, layers=None) -> float:
-    """The induction score of uniform causal attention (the ``induction_chance`` rows of
-    ``layers``, or of every layer), at the last checkpoint."""
-    rows = frame[frame["metric"] == "induction_chance"]
+def score_chance(frame: pd.DataFrame, score: str = "induction", layers=None) -> float:
+    """The chance level of attention score ``score`` (its ``<score>_chance`` rows of
+    ``layers``, or of every layer), at the last checkpoint; ``LookupError`` if none."""
+    rows = frame[frame["metric"] == f"{score}_chance"]
     if layers is not None and rows["layer"].isin(list(layers)).any():
         rows = rows[rows["layer"].isin(list(layers))]
     if rows.empty:
-        raise ValueError("the dynamics frame has no induction_chance rows")
+        raise LookupError(f"the dynamics frame has no {score}_chance rows")
     return float(rows[rows["step"] == rows["step"].max()]["value"].mean())
 
 
@@ -376,7 +376,7 @@ def phase_change_table(frame: pd.DataFrame, settings: dict, block_len: int,
              "note": "",
              "definition": STEEPEST_DROP_DEFINITION.format(grid=1024, smoothing=smoothing,
                                                            min_rate=min_rate)}]
-    chance = induction_chance(frame, layers)
+    chance = score_chance(frame, "induction", layers)
     rise = induction_rise(best_induction_heads(frame, layers), chance, fraction, min_gain)
     rows.append({"variant": variant, "seed": seed, "metric": "induction_rise", **rise,
                  "chance": chance,

@@ -81,12 +81,12 @@ def loss_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str,
 def _chance_line(ax, frame: pd.DataFrame, metric: str, layer: int | None = None) -> None:
     """The ``<metric>_chance`` level (of ``layer``, or the mean over layers, at the last
     checkpoint) as a grey dotted line labelled "chance"; nothing when it is not recorded."""
-    rows = frame[frame["metric"] == f"{metric}_chance"]
-    if layer is not None:
-        rows = rows[rows["layer"] == layer]
-    if rows.empty:
+    from .dynamics import score_chance
+
+    try:
+        chance = score_chance(frame, metric, None if layer is None else [layer])
+    except LookupError:
         return
-    chance = float(rows[rows["step"] == rows["step"].max()]["value"].mean())
     ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.3f})")
 
 
@@ -230,7 +230,7 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
     """
     from matplotlib.lines import Line2D
 
-    from .dynamics import BEST_INDUCTION, induction_chance, metric_curve
+    from .dynamics import BEST_INDUCTION, metric_curve, score_chance
 
     seeds = sorted(int(s) for s in dynamics["seed"].unique())
     colours = plt.get_cmap("tab10")
@@ -253,7 +253,7 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
                         ax.axvline(int(r.step) + 1, color=colour, ls=PHASE_STYLE[r.metric][2], lw=1)
         ax = axes[1]
         if has_best:
-            chance = induction_chance(dynamics)
+            chance = score_chance(dynamics, "induction")
             ax.axhline(chance, color="grey", ls=":", lw=1.2, label=f"chance ({chance:.3f})")
             ax.set_ylim(0, 1)
         else:

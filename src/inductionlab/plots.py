@@ -336,9 +336,10 @@ def dynamics_bands(dynamics, title: str):
             frame = per_step(metric, how)
             frame["step1"] = frame["step"] + 1
             _band(ax, frame, "step1", "value", label)
-            chance = dynamics.loc[dynamics["metric"] == f"{metric}_chance", "value"]
-            if len(chance):
-                ax.axhline(chance.mean(), color="grey", ls=":", lw=1, label="chance")
+            if f"{metric}_chance" in set(dynamics["metric"]):
+                from .dynamics import score_chance
+
+                ax.axhline(score_chance(dynamics, metric), color="grey", ls=":", lw=1, label="chance")
                 ax.legend(fontsize=6)
             ax.set_xscale("log")
             ax.set_xlabel("training step + 1 (log)")
