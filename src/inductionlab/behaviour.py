@@ -190,6 +190,50 @@ def repeat_when_correct(logits: torch.Tensor, tokens: torch.Tensor, start: int) 
     return float((predicted & repeat).sum()) / n, n
 
 
+@torch.no_grad()
+def prompt_attention(model, prompts: list[str], greedy: list[str], task: TaskConfig) -> dict:
+    """Attention of every suite prompt, on the sequence that shows what the model should do.
+
+    A prompt with a correct completion (:func:`expected_completion`) is run
+    teacher-forced on the correct full sequence (prompt + correct completion), so the
+    pattern shows where the model looks when its context is right, not on its own
+    (possibly wrong) greedy letters. An out-of-distribution prompt has no correct
+    completion: it is run on ``greedy``, the model's greedy completion of it. Returns
+    numpy arrays (the keys of ``attention.npz``):
+
+    prompts                  [K] str, upper case
+    prompt_length            [K] int, letters in each prompt
+    prompt_teacher_forced    [K] bool, True: prompt + correct completion; False: greedy
+    prompt_tokens            [K, T] int, the sequence each pattern was computed on
+    prompt_greedy_tokens     [K, T] int, prompt + greedy completion (for reference)
+    prompt_pattern_L{l}      [K, H, T, T] attention of layer l on prompt_tokens
+    """
+    if len(prompts) != len(greedy):
+        raise ValueError(f"{len(prompts)} prompts but {len(greedy)} greedy completions")
+    sequences, greedy_sequences, forced = [], [], []
+    for prompt, completion in zip(prompts, greedy):
+        prompt = prompt.upper()
+        expected = expected_completion(prompt, task)
+        greedy_sequences.append(encode(prompt + completion, task.vocab_size))
+        forced.append(expected is not None)
+        sequences.append(encode(prompt + expected, task.vocab_size) if expected is not None
+                         else greedy_sequences[-1])
+    for prompt, seq in zip(prompts, greedy_sequences):
+        if len(seq) != task.seq_len:
+            raise ValueError(f"prompt {prompt!r}: prompt + greedy completion has {len(seq)} "
+                             f"letters, expected {task.seq_len}")
+    tokens = torch.stack(sequences)
+    _, cache = model.run_with_cache(tokens)
+    arrays = {"prompts": np.array([p.upper() for p in prompts]),
+              "prompt_length": np.array([len(p) for p in prompts], dtype=np.int64),
+              "prompt_teacher_forced": np.array(forced, dtype=bool),
+              "prompt_tokens": tokens.numpy(),
+              "prompt_greedy_tokens": torch.stack(greedy_sequences).numpy()}
+    for l, pattern in enumerate(cache.pattern):
+        arrays[f"prompt_pattern_L{l}"] = pattern.numpy()
+    return arrays
+
+
 # ---------------------------------------------------------------- failure modes
 
 @lru_cache(maxsize=None)
@@ -337,10 +381,8 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
     log(f"[{variant} seed {seed}] prompt suite")
     completions = prompt_suite(model, prompts, task,
                                [p.get("write_up", {}) for p in settings["prompts"]], variant)
-    with torch.no_grad():
-        completed = torch.stack([encode(p + c, task.vocab_size) for p, c in
-                                 zip(completions["prompt"], completions["completion"])])
-        _, prompt_cache = model.run_with_cache(completed)
+    prompt_arrays = prompt_attention(model, list(completions["prompt"]),
+                                     list(completions["completion"]), task)
 
     log(f"[{variant} seed {seed}] random prompts and failure modes")
     summary = model_summary(model, tokens, task, logits=logits)
@@ -352,12 +394,10 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
     failures = failure_modes(model, task, settings["failure_samples"],
                              settings["failure_prompt_len"], settings["eval_seed"])
 
-    arrays = {"prompts": np.array(list(completions["prompt"])),
-              "prompt_tokens": completed.numpy()}
+    arrays = dict(prompt_arrays)
     for l, mean in enumerate(means):
         arrays[f"mean_pattern_L{l}"] = mean.numpy()
         arrays[f"offset_profile_L{l}"] = offset_profile(mean).numpy()
-        arrays[f"prompt_pattern_L{l}"] = prompt_cache.pattern[l].numpy()
 
     def tidy(frame):
         return pd.concat([pd.DataFrame([ident] * len(frame)), frame.reset_index(drop=True)], axis=1)

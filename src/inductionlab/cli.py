@@ -63,10 +63,18 @@ def _cmd_behaviour(args) -> None:
 
 def _cmd_attention_figures(args) -> None:
     from .atomic import atomic_dir
-    from .plots import write_attention_figures
+    from .attention_plots import write_attention_figures
 
     with atomic_dir(args.out_dir) as tmp:
         write_attention_figures(args.attention, tmp, title=args.title or _model_title(args.attention))
+
+
+def _cmd_circuit_figures(args) -> None:
+    from .atomic import atomic_dir
+    from .circuit_plots import write_circuit_figures
+
+    with atomic_dir(args.out_dir) as tmp:
+        write_circuit_figures(args.weights, tmp, title=args.title)
 
 
 def _model_title(path: Path) -> str:
@@ -235,6 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_dir", type=Path)
     p.add_argument("--title", default=None)
     p.set_defaults(func=_cmd_attention_figures)
+
+    p = sub.add_parser("circuit-figures",
+                       help="heatmaps of every head's OV and QK circuit (ov.png, qk.png) from weights.npz")
+    p.add_argument("weights", type=Path, help="a weights.npz")
+    p.add_argument("out_dir", type=Path, help="folder for ov.png and qk.png")
+    p.add_argument("--title", default=None, help="default: the variant and seed in weights.npz")
+    p.set_defaults(func=_cmd_circuit_figures)
 
     p = sub.add_parser("complete", help="greedy completion of your own prompts")
     p.add_argument("model", type=Path, help="a model.pt")

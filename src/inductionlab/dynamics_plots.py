@@ -1,7 +1,9 @@
 """Figures of the training dynamics, in the style of :mod:`inductionlab.plots`.
 
-Steps are drawn on a log axis as step + 1 (so that step 0 appears); every axis
-label says so.
+Steps are drawn on a log axis as step + 1 (so that step 0 appears at 1), from the first
+checkpoint to the last; every axis label says so. Every figure fits the report's text
+column (:data:`inductionlab.plots.MAX_WIDTH_IN`), every panel is titled, and y ranges
+are the quantities' own (losses from 0, scores 0–1, positivity −1..1).
 """
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .plots import STYLE, plt, save
+from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, difference_limits, loss_limits,
+                    plt, save, step_limits, wrap)
 
-STEP_LABEL = "training step + 1 (log scale)"
 PHASE_STYLE = {"steepest_drop_loss_pred": ("steepest loss drop", "tab:red", "--"),
                "induction_rise": ("induction rise", "tab:purple", ":")}
+SUPTITLE_PT = STYLE["figure.titlesize"]
 
 
 def _detected(step) -> bool:
@@ -30,12 +33,22 @@ def _phase_lines(ax, phase: pd.DataFrame | None) -> None:
         if not _detected(r.step) or r.metric not in PHASE_STYLE:
             continue
         label, colour, ls = PHASE_STYLE[r.metric]
-        ax.axvline(int(r.step) + 1, color=colour, ls=ls, lw=1, label=f"{label} ({int(r.step)})")
+        ax.axvline(int(r.step) + 1, color=colour, ls=ls, lw=1.2, label=f"{label} (step {int(r.step)})")
 
 
 def _legend(ax, **kwargs) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kwargs)
+
+
+def _figure_legend(fig, axes, **kwargs) -> None:
+    """One legend below the panels with every labelled artist of ``axes``, each label once."""
+    seen = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center", **kwargs)
 
 
 def _curve(frame, metric, layer=-1, head=-1):
@@ -44,19 +57,29 @@ def _curve(frame, metric, layer=-1, head=-1):
     return metric_curve(frame, metric, layer, head)
 
 
+def _log_steps(ax, steps) -> None:
+    ax.set_xscale("log")
+    ax.set_xlim(*step_limits(steps))
+    ax.set_xlabel(STEP_LABEL)
+
+
 def loss_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str,
                 loss_floor: float | None = None):
     """Loss (all / predictable targets), predictable accuracy and ICL score against step."""
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 3, figsize=(11, 3), constrained_layout=True)
+        fig, axes = plt.subplots(1, 3, figsize=(MAX_WIDTH_IN, 3.1), constrained_layout=True)
         ax = axes[0]
-        for metric, label in (("loss_all", "all 23 predictions"), ("loss_pred", "predictable targets")):
+        top = 0.0
+        for metric, label in (("loss_all", "all predictions"), ("loss_pred", "predictable targets")):
             s, v = _curve(frame, metric)
             ax.plot(s + 1, v, marker="o", ms=2.5, label=label)
+            top = max([top, *v[np.isfinite(v)]])
         if loss_floor is not None:
             ax.axhline(loss_floor, color="grey", lw=0.8, label=f"floor, all ({loss_floor:.3f})")
+        ax.set_ylim(*loss_limits(top))
         ax.set_ylabel("loss (nats)")
         ax.set_title("loss")
+        ax.legend(loc="best")
         ax = axes[1]
         s, v = _curve(frame, "acc_pred")
         ax.plot(s + 1, v, marker="o", ms=2.5, color="tab:green")
@@ -67,27 +90,36 @@ def loss_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str,
         s, v = _curve(frame, "icl_score")
         ax.plot(s + 1, v, marker="o", ms=2.5, color="tab:orange")
         ax.axhline(0, color="grey", lw=0.8)
-        ax.set_ylabel("loss at last − loss at first prediction")
+        finite = v[np.isfinite(v)]
+        if finite.size:
+            ax.set_ylim(*difference_limits(finite.min(), finite.max(), top or 1.0))
+        ax.set_ylabel("loss at last − at first prediction (nats)")
         ax.set_title("ICL score")
         for ax in axes:
-            ax.set_xscale("log")
-            ax.set_xlabel(STEP_LABEL)
+            _log_steps(ax, frame["step"])
             _phase_lines(ax, phase)
-            _legend(ax, fontsize=6)
-        fig.suptitle(title)
+        phase_handles = [(h, l) for h, l in zip(*axes[1].get_legend_handles_labels())]
+        if phase_handles:
+            fig.legend(*zip(*phase_handles), loc="outside lower center", ncol=2,
+                       title="phase change (vertical lines)")
+        fig.suptitle(wrap(title, MAX_WIDTH_IN, SUPTITLE_PT))
     return fig
 
 
 def _chance_line(ax, frame: pd.DataFrame, metric: str, layer: int | None = None) -> None:
     """The ``<metric>_chance`` level (of ``layer``, or the mean over layers, at the last
-    checkpoint) as a grey dotted line labelled "chance"; nothing when it is not recorded."""
+    checkpoint) as a grey dotted line labelled "chance level", its value written at its
+    right end; nothing when it is not recorded."""
     from .dynamics import score_chance
 
     try:
         chance = score_chance(frame, metric, None if layer is None else [layer])
     except LookupError:
         return
-    ax.axhline(chance, color="grey", ls=":", lw=1, label=f"chance ({chance:.3f})")
+    ax.axhline(chance, color="grey", ls=":", lw=1.2, label="chance level")
+    ax.annotate(f"chance {chance:.2f}", xy=(1, chance), xycoords=("axes fraction", "data"),
+                xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom",
+                fontsize=SMALL_PT, color="dimgrey")
 
 
 def head_score_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str):
@@ -95,62 +127,70 @@ def head_score_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: st
     against step, each score with its chance level; one column per layer."""
     heads = frame[frame["metric"] == "ov_positivity"][["layer", "head"]].drop_duplicates()
     layers = sorted(heads["layer"].unique())
-    rows = [("ov_positivity", "OV eigenvalue positivity", (-1.05, 1.05)),
-            ("previous_token", "previous-token score", (0, 1)),
-            ("induction", "induction score", (0, 1))]
+    rows = [("ov_positivity", "OV eigenvalue positivity", "positivity", (-1.05, 1.05)),
+            ("previous_token", "previous-token score", "score", (0, 1)),
+            ("induction", "induction score", "score", (0, 1))]
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(rows), len(layers), figsize=(4.2 * len(layers) + 0.5, 2.4 * len(rows)),
+        fig, axes = plt.subplots(len(rows), len(layers), figsize=(MAX_WIDTH_IN, 2.35 * len(rows) + 0.9),
                                  squeeze=False, constrained_layout=True, sharex=True)
         for c, l in enumerate(layers):
-            for r, (metric, label, ylim) in enumerate(rows):
+            for r, (metric, name, label, ylim) in enumerate(rows):
                 ax = axes[r, c]
                 for h in sorted(heads[heads["layer"] == l]["head"]):
                     s, v = _curve(frame, metric, l, h)
-                    ax.plot(s + 1, v, marker="o", ms=2, label=f"head {h}")
+                    ax.plot(s + 1, v, marker="o", ms=2, color=f"C{int(h) % 10}", label=f"head {h}")
                 if metric == "ov_positivity":
                     s, v = _curve(frame, "direct_positivity")
                     ax.plot(s + 1, v, color="black", ls="--", lw=1, label="direct path")
                     ax.axhline(0, color="grey", lw=0.6)
                 else:
                     _chance_line(ax, frame, metric, l)
-                ax.set_xscale("log")
+                _log_steps(ax, frame["step"])
                 ax.set_ylim(*ylim)
-                ax.set_title(f"layer {l}: {label}")
+                ax.set_title(f"layer {l}: {name}")
                 ax.set_ylabel(label)
-                if r == len(rows) - 1:
-                    ax.set_xlabel(STEP_LABEL)
+                if r < len(rows) - 1:
+                    ax.set_xlabel("")
+                    ax.tick_params(labelbottom=False)
                 _phase_lines(ax, phase)
-                _legend(ax, fontsize=5.5, ncol=2)
-        fig.suptitle(title)
+        _figure_legend(fig, axes.ravel(), ncol=4)
+        fig.suptitle(wrap(title, MAX_WIDTH_IN, SUPTITLE_PT))
     return fig
 
 
 def _log_edges(x: np.ndarray) -> np.ndarray:
-    """Cell edges for centres ``x`` (> 0) on a log axis: geometric midpoints."""
+    """Cell edges for centres ``x`` (> 0, increasing) on a log axis: geometric midpoints
+    inside, and the first and last centre at the ends (the axis runs from the first
+    checkpoint to the last, not beyond)."""
     lx = np.log(x)
+    if len(lx) == 1:
+        return np.exp(np.array([lx[0] - 0.5, lx[0] + 0.5]))
     mid = (lx[1:] + lx[:-1]) / 2
-    first = lx[0] - (mid[0] - lx[0]) if len(lx) > 1 else lx[0] - 0.5
-    last = lx[-1] + (lx[-1] - mid[-1]) if len(lx) > 1 else lx[-1] + 0.5
-    return np.exp(np.concatenate([[first], mid, [last]]))
+    return np.exp(np.concatenate([[lx[0]], mid, [lx[-1]]]))
 
 
 def per_position_heat_strip(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str):
-    """Per-position loss (behaviour sample) over training: x = step, y = prediction index."""
+    """Per-position loss (behaviour sample) over training: x = step, y = prediction index.
+
+    Colours run from a loss of 0 to the largest loss (not autoscaled to the spread)."""
     sel = frame[frame["metric"] == "loss_pos"]
     grid = sel.pivot(index="position", columns="step", values="value").sort_index()
     steps = grid.columns.to_numpy()
+    values = grid.to_numpy()
+    top = float(np.nanmax(values)) if np.isfinite(values).any() else 1.0
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7, 3.2), constrained_layout=True)
-        im = ax.pcolormesh(_log_edges(steps + 1.0), np.arange(len(grid) + 1) - 0.5, grid.to_numpy(),
-                           cmap="magma_r", shading="flat")
+        fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.4), constrained_layout=True)
+        im = ax.pcolormesh(_log_edges(steps + 1.0), np.arange(len(grid) + 1) - 0.5, values,
+                           cmap="magma_r", shading="flat", vmin=0, vmax=max(top, 1e-3))
         ax.set_xscale("log")
         ax.set_xlabel(STEP_LABEL)
         ax.set_ylabel("prediction i (position i → token i + 1)")
         ax.invert_yaxis()
         _phase_lines(ax, phase)
-        _legend(ax, fontsize=6, loc="lower left")
+        if ax.get_legend_handles_labels()[0]:
+            fig.legend(loc="outside lower center", ncol=2, title="phase change (vertical lines)")
         fig.colorbar(im, ax=ax, label="mean loss (nats)")
-        ax.set_title(f"{title} per-position loss over training")
+        ax.set_title(wrap(f"{title} per-position loss over training".strip(), 6.0))
     return fig
 
 
@@ -180,36 +220,35 @@ def pca_trajectories(frame: pd.DataFrame):
 
     A circle marks step 0 and a square the final step.
     """
+    from matplotlib.lines import Line2D
+
     variants = list(dict.fromkeys(frame["variant"]))
     colours = plt.get_cmap("tab10")
     ev1, ev2 = frame["explained_variance_PC1"].iloc[0], frame["explained_variance_PC2"].iloc[0]
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(6, 4.6), constrained_layout=True)
+        fig, ax = plt.subplots(figsize=(6.2, 4.9), constrained_layout=True)
         for i, variant in enumerate(variants):
             colour = colours(i % 10)
             for j, (seed, part) in enumerate(frame[frame["variant"] == variant].groupby("seed")):
                 part = part.sort_values("step")
                 ax.plot(part["PC1"], part["PC2"], color=colour, lw=1, alpha=0.8,
                         label=variant if j == 0 else None)
-                ax.scatter(part["PC1"].iloc[:1], part["PC2"].iloc[:1], color=colour, marker="o", s=14)
-                ax.scatter(part["PC1"].iloc[-1:], part["PC2"].iloc[-1:], color=colour, marker="s", s=14)
+                ax.scatter(part["PC1"].iloc[:1], part["PC2"].iloc[:1], color=colour, marker="o", s=20)
+                ax.scatter(part["PC1"].iloc[-1:], part["PC2"].iloc[-1:], color=colour, marker="s", s=20)
         ax.set_xlabel(f"PC1 ({ev1:.1%} of variance)")
         ax.set_ylabel(f"PC2 ({ev2:.1%} of variance)")
         n_models = frame[["variant", "seed"]].drop_duplicates().shape[0]
-        ax.set_title(f"per-token loss PCA over training ({n_models} model{'s' * (n_models != 1)}, "
-                     "one line per seed; "
-                     "○ step 0, □ final step)")
-        ax.legend(fontsize=7)
+        ax.set_title(wrap(f"Per-token loss PCA over training: {n_models} model"
+                          f"{'s' * (n_models != 1)}, one line per seed", 5.8))
+        marks = [Line2D([], [], ls="", marker="o", color="grey", label="step 0"),
+                 Line2D([], [], ls="", marker="s", color="grey", label="final step")]
+        ax.legend(handles=ax.get_legend_handles_labels()[0] + marks, loc="best")
     return fig
 
 
 def _step_limits(steps) -> tuple[float, float]:
-    """x limits (step + 1) spanning the checkpoints; a single checkpoint gets a decade around it."""
-    x = np.asarray(steps, dtype=float) + 1.0
-    lo, hi = float(x.min()), float(x.max())
-    if hi <= lo:
-        return lo / np.sqrt(10), hi * np.sqrt(10)
-    return lo, hi
+    """x limits (step + 1) spanning the checkpoints (:func:`inductionlab.plots.step_limits`)."""
+    return step_limits(steps)
 
 
 def _seed_label(seed: int, rows: pd.DataFrame) -> str:
@@ -226,7 +265,8 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
     (the ``best_induction`` rows: layers that can form an induction head) with its
     chance level. One colour per seed; each seed's detected steps are vertical lines in
     its colour (steepest loss drop dashed, induction rise dotted); a detector that found
-    no step draws nothing, and the seed's legend entry says so.
+    no step draws nothing, and the seed's legend entry says so. The legend is below the
+    panels.
     """
     from matplotlib.lines import Line2D
 
@@ -236,12 +276,14 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
     colours = plt.get_cmap("tab10")
     has_best = (dynamics["metric"] == BEST_INDUCTION).any()
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
+        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 3.6), constrained_layout=True)
+        top = 0.0
         for k, seed in enumerate(seeds):
             colour = colours(k % 10)
             frame = dynamics[dynamics["seed"] == seed]
             rows = phase[phase["seed"] == seed]
             s, v = metric_curve(frame, "loss_pred")
+            top = max([top, *v[np.isfinite(v)]])
             axes[0].plot(s + 1, v, color=colour, marker="o", ms=2, lw=1,
                          label=_seed_label(seed, rows))
             if has_best:
@@ -250,27 +292,30 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
             for r in rows.itertuples():
                 if r.metric in PHASE_STYLE and _detected(r.step):
                     for ax in axes:
-                        ax.axvline(int(r.step) + 1, color=colour, ls=PHASE_STYLE[r.metric][2], lw=1)
+                        ax.axvline(int(r.step) + 1, color=colour, ls=PHASE_STYLE[r.metric][2], lw=1.2)
+        axes[0].set_ylim(*loss_limits(top))
         ax = axes[1]
+        ax.set_ylim(0, 1)
+        chance_handles = []
         if has_best:
             chance = score_chance(dynamics, "induction")
-            ax.axhline(chance, color="grey", ls=":", lw=1.2, label=f"chance ({chance:.3f})")
-            ax.set_ylim(0, 1)
+            chance_handles.append(ax.axhline(chance, color="grey", ls=":", lw=1.2,
+                                             label=f"chance ({chance:.3f})"))
         else:
             ax.text(0.5, 0.5, "no layer can form an induction head\n(needs layer ≥ 1 or smeared keys)",
                     ha="center", va="center", transform=ax.transAxes)
-        styles = [Line2D([], [], color="black", ls=PHASE_STYLE[m][2], lw=1,
+        styles = [Line2D([], [], color="black", ls=PHASE_STYLE[m][2], lw=1.2,
                          label=f"{PHASE_STYLE[m][0]} (vertical line)") for m in PHASE_STYLE]
         axes[0].set_ylabel("predictable-target loss (nats)")
         axes[0].set_title("loss on predictable targets")
         ax.set_ylabel("best head's induction score")
-        ax.set_title("best induction score (layers ≥ 1 or smeared)")
+        ax.set_title(wrap("best induction score (layers ≥ 1 or smeared)", 3.0))
         lo, hi = _step_limits(dynamics["step"])
         for ax in axes:
             ax.set_xscale("log")
             ax.set_xlim(lo, hi)
             ax.set_xlabel(STEP_LABEL)
-        axes[0].legend(handles=axes[0].get_legend_handles_labels()[0] + styles, fontsize=6)
-        _legend(axes[1], fontsize=6)
-        fig.suptitle(f"{title}: phase change per seed")
+        handles = axes[0].get_legend_handles_labels()[0] + chance_handles + styles
+        fig.legend(handles=handles, loc="outside lower center", ncol=2)
+        fig.suptitle(wrap(f"{title}: phase change per seed", MAX_WIDTH_IN, SUPTITLE_PT))
     return fig

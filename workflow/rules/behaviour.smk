@@ -98,16 +98,29 @@ report_section(
                      "previous_token", "local", "prefix_matching", "copying", "roles"]},
     ],
     figures=[
+        {"path": f"{RESULTS}/figures/{{variant}}/attention_seeds.png",
+         "caption": "Mean attention pattern of every head over random task sequences, every seed "
+         "(one row per seed). Head numbers are arbitrary across seeds, so within each seed and "
+         "layer the heads are ordered by a score, highest first: the induction score in layers "
+         "that can form an induction head (layer ≥ 1, or smeared keys), the previous-token score "
+         "in the others. Each panel names the seed, the head, its score and its roles."},
         {"path": model_file("figures/attention/mean.png"), "dir": model_file("figures/attention"),
          "caption": "Mean attention pattern of every head over random task sequences (first seed)."},
         {"path": model_file("figures/attention/offset_profile.png"),
          "dir": model_file("figures/attention"),
          "caption": "Mean attention by offset (query position − key position), per head (first seed)."},
     ] + [
-        {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}.png"),
+        {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}{suffix}.png"),
          "dir": model_file("figures/attention"),
-         "caption": f"Attention on the prompt {p['prompt'].upper()} completed greedily (first seed)."}
+         "caption": f"Attention of the {which} heads on the prompt {p['prompt'].upper()} (first seed): "
+         "teacher-forced on the correct sequence (prompt + correct completion) when the prompt has "
+         "one, otherwise (out of distribution) on the model's greedy completion; the title says "
+         "which. Dashed lines mark the end of the prompt; completion letters are red."}
         for k, p in enumerate(config["behaviour"]["prompts"])
+        # the last layer of every variant; earlier layers only when every variant has them
+        for suffix, which in ([(f"_L{l}", f"layer-{l}") for l in range(
+            min(v.get("n_layers", 1) for v in config["variants"].values()) - 1)]
+            + [("", "last layer's")])
     ],
 )
 

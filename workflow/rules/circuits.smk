@@ -22,6 +22,21 @@ rule circuits:
         "{output.eigenvalues} > {log} 2>&1"
 
 
+rule circuit_figures:
+    input:
+        model_file("weights.npz"),
+    output:
+        directory(model_file("figures/circuits")),
+    log:
+        "logs/circuit_figures/{variant}/seed{seed}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        "inductionlab circuit-figures {input} {output} > {log} 2>&1"
+
+
 report_section(
     name="circuits",
     title="Circuits: eigenvalue positivity",
@@ -46,7 +61,16 @@ report_section(
                    "label": "QK L{}H{}"}},
     ],
     figures=[{"path": f"{RESULTS}/figures/{{variant}}/spectra.png",
-              "caption": "Nonzero eigenvalues of the direct path and the OV circuits in the complex plane."}],
+              "caption": "Nonzero eigenvalues of the direct path and the OV circuits in the complex plane."},
+             {"path": model_file("figures/circuits/ov.png"), "dir": model_file("figures/circuits"),
+              "caption": "OV circuit W_E W_V W_O W_U of every head (first seed): row = the token the "
+              "head attends to, column = the logit it raises (red) or lowers (blue). A copying head "
+              "has a red diagonal (positivity near +1), an anti-copying head a blue one. Each panel "
+              "is scaled by its largest |entry|, given in its title."},
+             {"path": model_file("figures/circuits/qk.png"), "dir": model_file("figures/circuits"),
+              "caption": "QK circuit W_E W_Q W_Kᵀ W_Eᵀ of every head (first seed; content part, the "
+              "positional term left out): row = query token, column = key token; red: the query "
+              "attends more to that key token. Each panel is scaled by its largest |entry|."}],
 )
 
 report_section(

@@ -16,6 +16,11 @@ FIGURE_INPUTS = {
     ],
     "dynamics": [aggregated_table("dynamics")],
     "phase_change": [aggregated_table("dynamics"), f"{RESULTS}/tables/phase_change.csv"],
+    # every seed's mean patterns, the head scores that order them, the spec (smeared layers)
+    "attention_seeds": lambda w, scores=aggregated_table("head_scores"): (
+        expand(model_file("attention.npz"), variant=w.variant, seed=SEEDS)
+        + [scores, model_file("spec.json").format(variant=w.variant, seed=SEEDS[0])]
+    ),
 }
 
 

@@ -1,0 +1,363 @@
+"""Attention figures: one model's heatmaps (mean, offset profile, every suite prompt) and
+the cross-seed grid of every head's mean pattern, heads ordered by their role score.
+
+Every figure fits the report's text column (see :mod:`inductionlab.plots`): panels are sized
+from the number of tick labels they must carry, and a figure that would grow too tall
+is split (a prompt's heatmaps are one figure per layer). The limits are
+:data:`inductionlab.plots.MAX_WIDTH_IN`, ``MAX_HEIGHT_IN`` and ``MIN_FONT_PT``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+# plots selects the Agg backend and holds the shared style and size rules
+from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
+
+TICK_PT = 7
+# a 7 pt letter's text box is about 7.2 pt wide ("W") and 7 pt tall: the least spacing
+# between two tick labels that do not overlap
+TICK_SPACING_PT = 7.6
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def letters(tokens) -> list[str]:
+    """Token ids as letters (0 -> A)."""
+    return [LETTERS[int(t)] for t in tokens]
+
+
+def tick_step(n: int, side_in: float, spacing_pt: float = TICK_SPACING_PT) -> int:
+    """The least step k such that every k-th of ``n`` tick labels fits on a ``side_in``-inch axis."""
+    return max(1, math.ceil(n * spacing_pt / (72 * side_in)))
+
+
+def min_side_in(n: int, spacing_pt: float = TICK_SPACING_PT) -> float:
+    """The least axis length (inches) that carries all ``n`` tick labels."""
+    return n * spacing_pt / 72
+
+
+# ---------------------------------------------------------------- one model
+
+
+def attention_grid(patterns: list[np.ndarray], title: str):
+    """Heatmaps of [H, T, T] mean patterns: one row per layer, one panel per head.
+
+    Position ticks every ``block_len``-ish (6) positions; every panel titled L{l}H{h}.
+    """
+    n_layers, n_heads = len(patterns), patterns[0].shape[0]
+    T = patterns[0].shape[-1]
+    side = min(2.2, (MAX_WIDTH_IN - 0.9) / n_heads - 0.45)
+    width = n_heads * (side + 0.45) + 0.9
+    height = min(MAX_HEIGHT_IN, n_layers * (side + 0.7) + 0.7)
+    ticks = np.arange(0, T, 6)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(n_layers, n_heads, figsize=(width, height), squeeze=False,
+                                 constrained_layout=True)
+        for l, layer in enumerate(patterns):
+            for h in range(n_heads):
+                ax = axes[l, h]
+                im = ax.imshow(layer[h], cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+                ax.set_title(f"L{l}H{h}", fontsize=8)
+                ax.set_xticks(ticks)
+                ax.set_yticks(ticks)
+                ax.tick_params(labelsize=TICK_PT)
+                ax.set_xlabel("key position", fontsize=7)
+                ax.set_ylabel("query position", fontsize=7)
+        fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+        fig.suptitle(wrap(title, width - 0.2, 9), fontsize=9)
+    return fig
+
+
+def offset_profiles(profiles: list[np.ndarray], title: str, max_offset: int | None = None):
+    """Mean attention against offset i - j, one line per head, one panel per layer.
+
+    Offsets 0 .. ``max_offset`` − 1 (default: every offset, so that the copies 5, 11
+    and 17 back are all on the axis)."""
+    n_layers = len(profiles)
+    width = min(MAX_WIDTH_IN, 3.4 * n_layers + 0.4)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, n_layers, figsize=(width, 2.9), squeeze=False,
+                                 constrained_layout=True)
+        for l, prof in enumerate(profiles):
+            ax = axes[0, l]
+            k = np.arange(min(max_offset or prof.shape[1], prof.shape[1]))
+            for h in range(prof.shape[0]):
+                ax.plot(k, prof[h, :len(k)], marker="o", ms=3, label=f"L{l}H{h}")
+            ax.set_xlabel("offset (query position − key position)")
+            ax.set_ylabel("mean attention")
+            ax.set_title(f"layer {l}")
+            panel_in = (width - 0.4) / n_layers - 0.55
+            ax.set_xticks(k[::tick_step(len(k), panel_in, spacing_pt=10.5)])  # two-digit labels
+            ax.set_xticks(k, minor=True)
+            ax.tick_params(labelsize=TICK_PT)
+            ax.set_ylim(0, 1)
+            ax.legend(fontsize=7)
+        fig.suptitle(wrap(title, width - 0.2, 9), fontsize=9)
+    return fig
+
+
+def prompt_figure(pattern: np.ndarray, tokens, prompt_len: int, layer: int, title: str,
+                  teacher_forced: bool, heads_per_row: int = 2):
+    """One layer's attention [H, T, T] on one prompt's sequence, ``heads_per_row`` heads a row.
+
+    Every position is labelled with its letter (completion letters in red); dashed
+    lines mark the end of the prompt (queries below, keys right of them are the
+    completion). ``teacher_forced``: the sequence is prompt + correct completion;
+    otherwise prompt + the model's greedy completion (out of distribution).
+    """
+    n_heads, T = pattern.shape[0], pattern.shape[-1]
+    labels = letters(tokens)
+    cols = min(heads_per_row, n_heads)
+    rows = math.ceil(n_heads / cols)
+    side = max(min_side_in(T), 2.45)
+    width = cols * side + 0.45 * cols + 0.8
+    height = rows * (side + 0.75) + 0.75
+    sequence = "".join(labels)
+    how = (f"teacher-forced on the correct sequence {sequence[:prompt_len]}·{sequence[prompt_len:]}"
+           if teacher_forced else
+           f"on the greedy completion {sequence[:prompt_len]}·{sequence[prompt_len:]} "
+           "(no correct completion: out of distribution)")
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False,
+                                 constrained_layout=True)
+        for h in range(rows * cols):
+            ax = axes[h // cols, h % cols]
+            if h >= n_heads:
+                ax.set_visible(False)
+                continue
+            im = ax.imshow(pattern[h], cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
+            ax.set_title(f"L{layer}H{h}")
+            ax.set_xticks(np.arange(T), labels, fontsize=TICK_PT)
+            ax.set_yticks(np.arange(T), labels, fontsize=TICK_PT)
+            for axis_labels in (ax.get_xticklabels(), ax.get_yticklabels()):
+                for t, lab in enumerate(axis_labels):
+                    if t >= prompt_len:
+                        lab.set_color("tab:red")
+            ax.tick_params(length=2, pad=1.5)
+            if 0 < prompt_len < T:
+                for draw in (ax.axvline, ax.axhline):
+                    draw(prompt_len - 0.5, color="white", ls="--", lw=0.9)
+            ax.set_xlabel("key (letter at each position)")
+            ax.set_ylabel("query (letter at each position)")
+        fig.colorbar(im, ax=axes, shrink=0.6, label="attention weight")
+        fig.suptitle(wrap(f"{title} layer {layer} attention on prompt {sequence[:prompt_len]}, {how}. "
+                          "Dashed lines: end of the prompt; red letters: the completion.",
+                          width - 0.2, 9), fontsize=9)
+    return fig
+
+
+def prompt_figure_names(k: int, prompt: str, n_layers: int) -> dict[int, str]:
+    """File name of each layer's figure for suite prompt ``k``: the last layer (the one the
+    unembedding reads; a 1-layer model's only layer) is ``prompt{k}_{PROMPT}.png``, an
+    earlier layer l ``prompt{k}_{PROMPT}_L{l}.png``."""
+    return {l: f"prompt{k}_{prompt}.png" if l == n_layers - 1 else f"prompt{k}_{prompt}_L{l}.png"
+            for l in range(n_layers)}
+
+
+def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Path]:
+    """Mean-pattern, offset-profile and per-prompt figures of one model's attention.npz.
+
+    Per suite prompt one figure per layer (:func:`prompt_figure_names`): 24 letters on
+    each axis need panels too large for all of a 2-layer model's heads in one figure.
+    """
+    out_dir = Path(out_dir)
+    with np.load(attention_npz, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
+    written = []
+    means = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
+    path = out_dir / "mean.png"
+    save(attention_grid(means, f"{title} mean attention over random task sequences"), path)
+    written.append(path)
+    path = out_dir / "offset_profile.png"
+    save(offset_profiles([arrays[f"offset_profile_L{l}"] for l in range(n_layers)],
+                         f"{title} attention by offset"), path)
+    written.append(path)
+    prompts = [str(p) for p in arrays["prompts"]]
+    lengths = arrays.get("prompt_length", np.array([len(p) for p in prompts]))
+    forced = arrays.get("prompt_teacher_forced", np.zeros(len(prompts), dtype=bool))
+    for k, prompt in enumerate(prompts):
+        for l, name in prompt_figure_names(k, prompt, n_layers).items():
+            fig = prompt_figure(arrays[f"prompt_pattern_L{l}"][k], arrays["prompt_tokens"][k],
+                                int(lengths[k]), l, title, bool(forced[k]))
+            path = out_dir / name
+            save(fig, path)
+            written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------- across seeds
+
+SCORE_ABBREVIATIONS = {"induction": "ind", "previous_token": "prev"}
+ROLE_ABBREVIATIONS = {"previous_token": "prev", "induction": "ind", "prefix_matching": "prefix",
+                      "local": "local", "copying": "copy", "anti_copying": "anti-copy",
+                      "none": "no role"}
+
+
+def ordering_score(layer: int, n_layers: int, smear_layers=()) -> str:
+    """The score that orders a layer's heads: ``induction`` where the layer can form an
+    induction head (layer ≥ 1, or keys smeared in that layer), else ``previous_token``
+    (layer 0 of a model without smeared keys: at best a previous-token layer)."""
+    return "induction" if layer >= 1 or layer in set(smear_layers) else "previous_token"
+
+
+ORDERING_RULE = ("within each layer heads ordered by score, highest first: induction (ind) in "
+                 "layers that can form an induction head (layer ≥ 1 or smeared keys), "
+                 "previous-token (prev) in the others")
+
+
+def order_heads(scores, n_layers: int, smear_layers=()) -> list[tuple[int, list[int], str]]:
+    """Per layer: (layer, heads sorted by descending :func:`ordering_score`, score name).
+
+    ``scores``: one seed's head scores (columns layer, head and the score columns).
+    Ties keep head order.
+    """
+    out = []
+    for l in range(n_layers):
+        name = ordering_score(l, n_layers, smear_layers)
+        rows = scores[scores["layer"] == l]
+        if rows.empty:
+            raise ValueError(f"head scores: no heads of layer {l}")
+        ranked = rows.sort_values(["head"]).sort_values(name, ascending=False, kind="stable")
+        out.append((l, [int(h) for h in ranked["head"]], name))
+    return out
+
+
+def _pack(pieces: list[tuple[str, str]], width_chars: int) -> str:
+    """Pieces (text, separator before it) joined into lines of at most ``width_chars``
+    characters where possible; a line breaks only between pieces."""
+    lines = [pieces[0][0]]
+    for text, sep in pieces[1:]:
+        if len(lines[-1] + sep + text) <= width_chars:
+            lines[-1] += sep + text
+        else:
+            lines[-1] += sep.strip() if sep.strip() == "+" else ""
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def panel_title(seed: int, layer: int, head: int, name: str, score: float, roles: str,
+                width_chars: int = 40) -> str:
+    """"s2 L1H3 · ind 0.61" then the roles ("ind+copy"), broken to fit ``width_chars``."""
+    pieces = [(f"s{seed} L{layer}H{head}", ""), (f"{SCORE_ABBREVIATIONS[name]} {score:.2f}", " · ")]
+    roles = [ROLE_ABBREVIATIONS.get(r, r) for r in str(roles if isinstance(roles, str) else "none")
+             .split("+")]
+    first = _pack(pieces, width_chars)
+    return first + "\n" + _pack([(roles[0], "")] + [(r, "+") for r in roles[1:]], width_chars)
+
+
+MAX_PANELS_PER_ROW = 8
+
+
+def layer_chunks(n_layers: int, n_heads: int, max_panels: int = MAX_PANELS_PER_ROW) -> list[list[int]]:
+    """Layers grouped so that one figure row shows at most ``max_panels`` heads (at least
+    one whole layer): a 3-layer model of 4 heads is drawn as rows of layers 0–1 and 2."""
+    per_row = max(1, max_panels // n_heads)
+    return [list(range(l, min(l + per_row, n_layers))) for l in range(0, n_layers, per_row)]
+
+
+def attention_seeds_figure(means_by_seed: dict[int, list[np.ndarray]], scores, title: str,
+                           smear_layers=()):
+    """Every seed's mean attention of every head: rows = seeds (and, past
+    :data:`MAX_PANELS_PER_ROW` heads, a row per group of layers, :func:`layer_chunks`),
+    columns = each layer's heads, ordered within each seed and layer by :func:`order_heads`.
+
+    ``means_by_seed``: seed -> [H, T, T] per layer; ``scores``: head scores of these seeds
+    (columns seed, layer, head, induction, previous_token, roles).
+    """
+    seeds = sorted(means_by_seed)
+    n_layers = len(means_by_seed[seeds[0]])
+    n_heads, T = means_by_seed[seeds[0]][0].shape[:2]
+    chunks = layer_chunks(n_layers, n_heads)
+    widest = max(len(c) for c in chunks)
+    n_cols = widest * n_heads
+    # width: 0.55 in left of the panels (ticks, label), 0.85 in colour bar, gaps between layers
+    gap, left_in, bar_in, top_in = 0.12, 0.55, 0.85, 1.0
+    cell = (MAX_WIDTH_IN - left_in - bar_in - gap * (widest - 1)) / n_cols
+    width_chars = max(6, int((cell - 0.04) * 72 / (0.58 * 7)))
+    panels = []  # one list per figure row: (seed, layer, head, title) or None for a gap
+    for seed in seeds:
+        frame = scores[scores["seed"] == seed]
+        if frame.empty:
+            raise ValueError(f"head scores: no rows for seed {seed}")
+        ordered = {l: (heads, name) for l, heads, name in order_heads(frame, n_layers, smear_layers)}
+        for chunk in chunks:
+            row_panels = []
+            for l in chunk:
+                heads, name = ordered[l]
+                for h in heads:
+                    row = frame[(frame["layer"] == l) & (frame["head"] == h)].iloc[0]
+                    row_panels.append((seed, l, h, panel_title(seed, l, h, name, row[name],
+                                                               row.get("roles", "none"), width_chars)))
+                row_panels.append(None)  # the gap column between layers
+            panels.append(row_panels[:-1])
+    n_rows = len(panels)
+    title_lines = max(p[3].count("\n") + 1 for row in panels for p in row if p)
+    row_extra = title_lines * 0.115 + 0.08
+    side = min(cell - 0.06, (MAX_HEIGHT_IN - top_in - 0.35) / n_rows - row_extra)
+    width = min(MAX_WIDTH_IN, n_cols * cell + gap * (widest - 1) + left_in + bar_in)
+    height = n_rows * (side + row_extra) + top_in + 0.3
+    widest_row = max(panels, key=len)
+    ratios = [1.0 if p else gap / cell for p in widest_row]
+    few_ticks = side < 1.0
+    with plt.rc_context(STYLE):
+        fig = plt.figure(figsize=(width, height), constrained_layout=True)
+        grid = fig.add_gridspec(n_rows, len(ratios), width_ratios=ratios)
+        axes = []
+        for r, row_panels in enumerate(panels):
+            for col, panel in enumerate(row_panels):
+                if panel is None:
+                    continue
+                seed, l, h, text = panel
+                ax = fig.add_subplot(grid[r, col])
+                axes.append(ax)
+                im = ax.imshow(means_by_seed[seed][l][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1,
+                               interpolation="nearest")
+                ax.set_title(text, fontsize=7, loc="left")
+                ticks = [0, T // 2] if few_ticks else [0, T // 2, T - 1]
+                ax.set_xticks(ticks)
+                ax.set_yticks(ticks)
+                ax.tick_params(labelsize=7, length=2, pad=1)
+                first, bottom = col == 0, r == n_rows - 1
+                ax.tick_params(labelleft=first, labelbottom=bottom)
+                if first:
+                    ax.set_ylabel("query pos.", fontsize=7)
+                if bottom:
+                    ax.set_xlabel("key pos.", fontsize=7)
+        fig.colorbar(im, ax=axes, shrink=0.5, label="mean attention weight")
+        fig.suptitle(wrap(f"{title}: mean attention of every head, one row per seed; "
+                          f"{ORDERING_RULE}. Panel: seed, head, score, roles.",
+                          width - 0.2, 9), fontsize=9)
+    return fig
+
+
+def write_attention_seeds(variant: str, out, inputs: list) -> None:
+    """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
+    attention.npz (seed from the ``seed{N}`` folder), the aggregated head_scores table,
+    and optionally a spec.json of the variant (for its smeared layers)."""
+    import pandas as pd
+
+    means, scores, smear = {}, None, ()
+    for path in map(Path, inputs):
+        if path.suffix == ".npz":
+            seed = int(path.parent.name.removeprefix("seed"))
+            with np.load(path, allow_pickle=False) as f:
+                n_layers = sum(k.startswith("mean_pattern_L") for k in f.files)
+                means[seed] = [f[f"mean_pattern_L{l}"] for l in range(n_layers)]
+        elif path.suffix == ".csv":
+            scores = pd.read_csv(path)
+        elif path.suffix == ".json":
+            smear = tuple(json.loads(path.read_text()).get("model", {}).get("smear_layers", []))
+        else:
+            raise ValueError(f"attention_seeds: unexpected input {path}; expected attention.npz "
+                             "files, a head_scores CSV and optionally a spec.json")
+    if not means or scores is None:
+        raise ValueError("attention_seeds needs every seed's attention.npz and a head_scores CSV")
+    if "variant" in scores:
+        scores = scores[scores["variant"] == variant]
+    save(attention_seeds_figure(means, scores, variant, smear), out)
