@@ -1,5 +1,6 @@
 """Claims (workflow/claims.yaml) evaluated on small hand-made per-seed tables."""
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -426,7 +427,9 @@ def test_chance_excess_ratio():
     (0.2996, ">=", 0.3, "0.2996"),
     (-0.99976, "<=", -1.0, "-0.9998"),  # "-1" would satisfy "<= -1"
     (0.1234, ">=", 0.3, "0.123"),
-    (2.0, "==", 2, "2"),
+    (2.0, "==", 2, "2.00"),
+    (-0.99982, "<=", -0.9, "-1.00"),  # three significant digits shown, never "-1"
+    (123.4, ">=", 0.1, "123"),
     (math.inf, "<=", 0.69, "∞"),
 ])
 def test_format_value_never_reads_the_other_way(value, compare, threshold, text):
@@ -443,7 +446,8 @@ def test_scorecard_holds_in_k_of_n_seeds(tables):
     assert card.loc["acc_low", "verdict"] == "holds in 2 of 3 seeds"
     assert card.loc["acc_high", "verdict"] == "holds in 0 of 3 seeds"
     assert card.loc["acc_low", ["holds", "measured", "seeds"]].tolist() == [2, 3, 3]
-    assert card.loc["acc_low", "values"] == "0.2, 0.7, 0.5"
+    assert card.loc["acc_low", "values"] == "0: 0.2 ✓, 1: 0.7 ✗, 2: 0.5 ✓"
+    assert card.loc["acc_low", "marks"] == "✓✗✓"
     assert card.loc["acc_low", "test"] == "< 0.6"
     assert card.loc["acc_low", "quote"] == "q"
 
@@ -454,7 +458,8 @@ def test_scorecard_counts_not_measured_seeds(tables):
     card = scorecard(claims, results).iloc[0]
     assert card["verdict"] == "holds in 2 of 4 seeds (1 not measured)"
     assert (card["holds"], card["measured"], card["seeds"]) == (2, 3, 4)
-    assert card["values"] == "0.2, 0.7, 0.5, –"
+    assert card["values"] == "0: 0.2 ✓, 1: 0.7 ✗, 2: 0.5 ✓, 3: – –"
+    assert card["marks"] == "✓✗✓–"
     assert card["write_up"] == "0.25"
 
 
@@ -463,7 +468,7 @@ def test_scorecard_with_no_seed_measured(tables):
     card = scorecard(claims, evaluate_claims(claims, tables, [0, 1])).iloc[0]
     assert card["verdict"] == "not measured in 2 of 2 seeds"
     assert card["notes"] == "not measured: no table 'ablations'"
-    assert card["values"] == "–, –"
+    assert card["values"] == "0: – –, 1: – –"
 
 
 def test_run_claims_reads_tables_by_file_stem(tmp_path, tables):
@@ -516,7 +521,54 @@ def test_load_claims_duplicate_id(tmp_path):
 
 def test_load_claims_keeps_order_and_content(tmp_path):
     claims = [claim(ACC, id="a"), claim(ACC, ">=", 0.9, id="b")]
-    assert load_claims(_write_claims(tmp_path, claims)) == claims
+    assert load_claims(_write_claims(tmp_path, claims)) == [{**c, "source": "write-up"} for c in claims]
+
+
+def test_only_the_write_up_is_quoted(tmp_path):
+    """A reference value or Anthropic's account is a statement, never a quotation."""
+    paraphrase = {**claim(ACC, id="p"), "source": "anthropic"}
+    with pytest.raises(ClaimError, match="statement"):
+        load_claims(_write_claims(tmp_path, [paraphrase]))
+    del paraphrase["quote"]
+    with pytest.raises(ClaimError, match="'statement'"):
+        load_claims(_write_claims(tmp_path, [paraphrase]))
+    with pytest.raises(ClaimError, match="'hearsay'"):
+        load_claims(_write_claims(tmp_path, [{**claim(ACC, id="h"), "source": "hearsay"}]))
+    ok = {**paraphrase, "statement": "induction heads copy"}
+    assert load_claims(_write_claims(tmp_path, [ok]))[0]["source"] == "anthropic"
+
+
+def test_scorecard_labels_provenance_and_explains_infinity(tables):
+    ref = {**claim(ACC, "<", 0.6, id="r"), "source": "reference", "statement": "s",
+           "reference": "2.606"}
+    del ref["quote"]
+    card = scorecard([ref], evaluate_claims([ref], tables, [0])).iloc[0]
+    assert (card["source"], card["quote"], card["statement"], card["reference"]) == (
+        "reference", "", "s", "2.606")
+    never = math.inf
+    results = pd.DataFrame([{"claim": "g", "variant": "v", "seed": 0, "compare": "<=",
+                             "threshold": 0.69, "chance": math.nan, "beside": "",
+                             "value": never, "threshold_value": 0.69, "status": FAILS,
+                             "at_chance": False, "note": ""}])
+    gap = {**claim({"derived": "phase_change_gap", "a": "x", "b": "y"}, "<=", 0.69, id="g")}
+    card = scorecard([gap], results).iloc[0]
+    assert card["values"] == "0: ∞ ✗"
+    assert "never reached" in card["notes"]
+
+
+WRITE_UP = sorted((Path(__file__).parents[2] / "shared" / "seeds").glob("000_*.txt"))
+
+
+@pytest.mark.skipif(not WRITE_UP, reason="the write-up's text is not on this machine")
+def test_every_quote_is_verbatim_in_the_write_up():
+    """A quotation in the scorecard is the write-up's words, up to white space."""
+    def norm(text):
+        return " ".join(text.split()).lower()
+
+    text = norm(WRITE_UP[0].read_text())
+    claims = load_claims(Path(__file__).parents[1] / "workflow" / "claims.yaml")
+    missing = [c["id"] for c in claims if "quote" in c and norm(c["quote"]) not in text]
+    assert not missing
 
 
 def _metric_tables(spec):

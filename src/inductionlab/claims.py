@@ -24,6 +24,9 @@ import yaml
 from .roles import role_threshold
 
 HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
+MARKS = {HOLDS: "✓", FAILS: "✗", NOT_MEASURED: "–"}
+INFINITY_NOTE = {"phase_change_gap": "∞: one of the two steps was never reached in training",
+                 "ratio": "∞: division by zero", "chance_excess_ratio": "∞: division by zero"}
 
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                "==": operator.eq}
@@ -53,13 +56,33 @@ class NotMeasured(LookupError):
     """The metric has no value for this seed; the message says why."""
 
 
+SOURCES = {
+    "write-up": "quote",     # a sentence of the write-up's text, verbatim
+    "reference": "statement",  # a result the text does not print, in our words
+    "anthropic": "statement",  # a paraphrase of Anthropic's account
+}
+
+
 def load_claims(path) -> list[dict]:
-    claims = yaml.safe_load(Path(path).read_text())["claims"]
+    data = yaml.safe_load(Path(path).read_text())
+    claims, groups = data["claims"], data.get("groups", {})
     seen = set()
     for k, claim in enumerate(claims):
-        for key in ("id", "variant", "quote", "metric", "compare", "threshold"):
+        for key in ("id", "variant", "metric", "compare", "threshold"):
             if key not in claim:
                 raise ClaimError(f"{path}: claim {k} ({claim.get('id', '?')}) lacks {key!r}")
+        source = claim.setdefault("source", "write-up")
+        if source not in SOURCES:
+            raise ClaimError(f"{path}: claim {claim['id']}: source {source!r}; allowed: {list(SOURCES)}")
+        if SOURCES[source] not in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: source {source!r} needs "
+                             f"{SOURCES[source]!r}")
+        if source != "write-up" and "quote" in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: only the write-up is quoted; give "
+                             f"a source {source!r} claim a 'statement'")
+        if groups and claim.get("group") not in groups:
+            raise ClaimError(f"{path}: claim {claim['id']}: group {claim.get('group')!r}; "
+                             f"allowed: {list(groups)}")
         if claim["compare"] not in COMPARISONS:
             raise ClaimError(f"{path}: claim {claim['id']}: compare {claim['compare']!r}; "
                              f"allowed: {list(COMPARISONS)}")
@@ -287,7 +310,9 @@ def format_value(value: float, compare: str | None = None, threshold: float | No
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
     for digits in range(3, 8):
-        text = f"{value:.{digits}g}"
+        text = f"{value:#.{digits}g}".rstrip(".")  # −0.9998 is "−1.00", never "−1"
+        if "e" in text:
+            text = f"{value:.{digits}g}"
         if compare is None or threshold is None:
             return text
         shown = float(text)
@@ -398,10 +423,21 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             compare = r.compare
             threshold = r.threshold_value if not pd.isna(r.threshold_value) else None
             text = format_value(r.value, compare if threshold is not None else None, threshold)
-            values.append(text + (" (at chance)" if r.at_chance else ""))
+            values.append(f"{r.seed}: {text} {MARKS[r.status]}" + (" (at chance)" if r.at_chance else ""))
+        finite = [(r.value, r) for r in measured.itertuples() if not pd.isna(r.value)]
+        if finite:
+            lo, hi = min(finite, key=lambda x: x[0]), max(finite, key=lambda x: x[0])
+            shown = [format_value(v, r.compare if not pd.isna(r.threshold_value) else None,
+                                  None if pd.isna(r.threshold_value) else r.threshold_value)
+                     for v, r in (lo, hi)]
+            value_range = shown[0] if shown[0] == shown[1] else f"{shown[0]} to {shown[1]}"
+        else:
+            value_range = ""
         at_chance = int(mine["at_chance"].sum())
         reasons = list(dict.fromkeys(str(r) for r in mine.loc[mine["status"] == NOT_MEASURED, "note"]))
         notes = []
+        if any(math.isinf(v) for v in mine["value"] if not pd.isna(v)):
+            notes.append(INFINITY_NOTE.get(claim["metric"].get("derived"), "∞: no finite value"))
         if at_chance:
             notes.append(f"at its chance level in {at_chance} of {n} seeds "
                          f"(within {at_chance_within:g})")
@@ -412,12 +448,16 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
         if other:
             notes.append(" | ".join(other))
         rows.append({
-            "claim": claim["id"], "variant": claim["variant"], "quote": claim["quote"],
+            "claim": claim["id"], "variant": claim["variant"], "group": claim.get("group", ""),
+            "source": claim.get("source", "write-up"), "quote": claim.get("quote", ""),
+            "statement": claim.get("statement", ""),
             "measure": claim.get("measure", ""), "test": test_text(claim, rules),
             "chance": _chance_text(mine["chance"]),
-            "write_up": claim.get("write_up", ""),
+            "write_up": claim.get("write_up", ""), "reference": claim.get("reference", ""),
+            "marks": "".join(MARKS[s] for s in mine["status"]),
             "holds": k, "measured": len(measured), "seeds": n, "verdict": verdict,
-            "values": ", ".join(values),
+            "values": ", ".join(values), "range": value_range,
+            "reason": reasons[0] if reasons else "",
             "beside": " | ".join(b for b in mine["beside"] if b),
             "notes": "; ".join(notes),
         })
@@ -427,7 +467,8 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
 def load_settings(claims_yaml) -> dict:
     """The file-level settings of claims.yaml (``at_chance_within``)."""
     data = yaml.safe_load(Path(claims_yaml).read_text())
-    return {"at_chance_within": float(data.get("at_chance_within", DEFAULT_AT_CHANCE_WITHIN))}
+    return {"at_chance_within": float(data.get("at_chance_within", DEFAULT_AT_CHANCE_WITHIN)),
+            "groups": dict(data.get("groups", {}))}
 
 
 def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None) -> None:
@@ -444,4 +485,6 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
     seeds = sorted({int(s) for t in tables.values() if "seed" in t for s in t["seed"].unique()})
     results = evaluate_claims(claims, tables, seeds, settings["at_chance_within"])
     write_csv(claims_csv, results)
-    write_csv(scorecard_csv, scorecard(claims, results, tables.roles, settings["at_chance_within"]))
+    card = scorecard(claims, results, tables.roles, settings["at_chance_within"])
+    card.insert(3, "group_title", [settings["groups"].get(g, g) for g in card["group"]])
+    write_csv(scorecard_csv, card)
