@@ -127,14 +127,15 @@ def _chapter(html, variant):
 def test_html_has_titles_chapters_and_sections(manifest):
     html = build_html(manifest)
     assert "<title>Hand-made report</title>" in html
-    for title in ("Training check", "Study-wide extra check", "Summary and claims scorecard",
-                  "Claims scorecard", "Methods appendix", "Variant one_layer", "Variant two_layer"):
+    for title in ("Training check", "Study-wide extra check", "1 Summary: what replicated",
+                  "2 Claims scorecard", "methods", "3 Model one_layer", "4 Model two_layer"):
         assert title in html, title
     assert "Heads &amp; roles check" in html  # titles are escaped
     assert '<section class="section" id="one_layer-training">' in html
     assert '<section class="section" id="two_layer-training">' in html
     assert '<section id="study-extra_study" class="chapter">' in html
-    assert '<a href="#study-extra_study">Study-wide extra check</a>' in html  # contents
+    assert '<a href="#study-extra_study">5 Study-wide extra check</a>' in html  # contents
+    assert "<h2>3.1 Training check</h2>" in html and "<h2>4.2 Heads &amp; roles check</h2>" in html
 
 
 def test_variant_sections_follow_their_items_and_order(manifest):
@@ -151,10 +152,11 @@ def test_variant_sections_follow_their_items_and_order(manifest):
 def test_variant_tables_show_their_own_rows(manifest):
     html = build_html(manifest)
     one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
-    assert T.fmt(2.60637) == "2.606" and T.fmt(1.38423) == "1.384"
-    assert "<td>2.606</td>" in one and "2.606" not in two
-    assert "<td>1.384</td>" in two and "1.384" not in one
-    assert "<th>seed</th><th>val_loss_all</th>" in one  # columns: selection and order
+    assert T.fmt(2.60637) == "2.61" and T.fmt(1.38423) == "1.38"
+    assert "<td>2.61</td>" in one and "2.61" not in two
+    assert "<td>1.38</td>" in two and "1.38" not in one
+    # columns: selection and order, with their human names
+    assert "<th>seed</th><th>validation loss, all targets (nats)</th>" in one
     assert "elapsed_s" not in one
     assert "Validation loss at the last step." in one  # section text
 
@@ -180,7 +182,7 @@ def test_study_section_uses_its_template(manifest):
     html = build_html(manifest)
     study = html[html.index('<section id="study-extra_study"'):html.index('<section id="methods"')]
     assert "<p class='custom'>Custom fragment of extra_study (study).</p>" in study
-    assert "<td>study-answer</td><td>0.4375</td>" in study
+    assert "<td>study-answer</td><td>0.438</td>" in study
     assert 'alt="Study figure."' in study
 
 
@@ -188,9 +190,11 @@ def test_headline_scorecard_and_methods(manifest):
     html = build_html(manifest)
     summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
     # headline: one row per variant, mean ± std [min, max] per metric, in the listed order
-    assert "<th>variant</th><th>loss_all</th><th>acc_pred</th>" in summary
-    assert "2.612&nbsp;±&nbsp;0.012 <span class='range'>[2.6,&nbsp;2.63]</span>" in summary
-    assert "1.388&nbsp;±&nbsp;0.25 <span class='range'>[1.2,&nbsp;1.7]</span>" in summary
+    assert ("<th>variant</th><th>loss, all targets (nats)</th>"
+            "<th>accuracy, predictable targets</th>") in summary
+    # one format: the mean to three significant digits, its spread to the same decimals
+    assert "2.61&nbsp;±&nbsp;0.01 <span class='range'>[2.60,&nbsp;2.63]</span>" in summary
+    assert "1.39&nbsp;±&nbsp;0.25 <span class='range'>[1.20,&nbsp;1.70]</span>" in summary
     assert "1.629" in summary  # loss floor, 3 decimals
     # scorecard: verdicts, escaped quotes, the write-up's number formatted
     assert "holds in 1 of 2 seeds" in summary
@@ -225,10 +229,10 @@ def test_write_report_writes_html_and_pdf(manifest, tmp_path):
     reader = PdfReader(tmp_path / "out" / "report.pdf")
     text = squash("\n".join(page.extract_text() or "" for page in reader.pages))
     for title in ("Hand-made report", "Training check", "Heads & roles check",
-                  "Study-wide extra check", "Claims scorecard", "Methods appendix",
-                  "Variant one_layer", "Variant two_layer", "holds in 1 of 2 seeds"):
+                  "Study-wide extra check", "Claims scorecard", "methods",
+                  "Model one_layer", "Model two_layer", "holds in 1 of 2 seeds"):
         assert squash(title) in text, title
-    for value in ("2.606", "1.384", "study-answer", "0.4375"):
+    for value in ("2.61", "1.38", "study-answer", "0.438"):
         assert value in text, value
     assert len(messages) == 2 and not list((tmp_path / "out").glob(".tmp-*"))
 
@@ -273,13 +277,17 @@ def _cells(html):
 
 
 def test_fmt():
-    assert T.fmt(2.606371) == "2.606"
-    assert T.fmt(-0.99958491) == "-0.9996"
+    # one format: three significant digits, true minus signs
+    assert T.fmt(2.606371) == "2.61"
+    assert T.fmt(-0.99958491) == "−1.000"
+    assert T.fmt(-0.9949) == "−0.995"
     assert T.fmt(1234.5678) == "1235"
     assert T.fmt(0.0) == "0"
-    assert T.fmt(0.000123456) == "1.23e-04"
+    assert T.fmt(0.000123456) == "0.000123"
+    assert T.fmt(-0.0000001) == "−0.000000100"
     assert T.fmt(float("nan")) == "–"
-    assert T.fmt(np.float64(0.123456)) == "0.1235"
+    assert T.fmt(float("inf")) == "∞"
+    assert T.fmt(np.float64(0.123456)) == "0.123"
     assert T.fmt(3) == "3"
     assert T.fmt("a<b & c") == "a&lt;b &amp; c"
 
@@ -287,13 +295,13 @@ def test_fmt():
 def test_render_table_where(heads_csv):
     html = T.render_table({"path": str(heads_csv), "where": {"circuit": "qk"}})
     rows = _cells(html)
-    assert rows[0] == ["variant", "seed", "circuit", "layer", "head", "positivity_real"]
+    assert rows[0] == ["variant", "seed", "circuit", "layer", "head", "eigenvalue positivity Σλ/Σ|λ|"]
     assert len(rows) == 1 + 4 and {r[2] for r in rows[1:]} == {"qk"}
     html = T.render_table({"path": str(heads_csv), "where": {"circuit": "ov", "head": [1], "layer": [0, 1]}},
                           variant="b")
     rows = _cells(html)
-    assert rows[0] == ["seed", "circuit", "layer", "head", "positivity_real"]  # variant dropped
-    assert [r[4] for r in rows[1:]] == ["0.51", "0.61"]
+    assert rows[0] == ["seed", "circuit", "layer", "head", "eigenvalue positivity Σλ/Σ|λ|"]  # variant dropped
+    assert [r[4] for r in rows[1:]] == ["0.510", "0.610"]
 
 
 def test_render_table_spread(summary_csv):
@@ -301,26 +309,27 @@ def test_render_table_spread(summary_csv):
                            "spread": {"index": ["circuit", "layer"], "metrics": ["positivity_real"]}},
                           variant="a")
     rows = _cells(html)
-    assert rows[0] == ["circuit", "layer", "positivity_real"]
-    # std to two significant digits; mean, min and max to four
-    assert rows[1] == ["direct", "-1", "-0.9988&nbsp;±&nbsp;0.0012 <span class='range'>[-0.9999,&nbsp;-0.9971]</span>"]
-    assert rows[2] == ["ov_sum", "0", "0.5&nbsp;±&nbsp;0.1 <span class='range'>[0.4,&nbsp;0.6]</span>"]
-    assert rows[3] == ["ov_sum", "1", "0.25&nbsp;±&nbsp;0.05 <span class='range'>[0.2,&nbsp;0.3]</span>"]
+    assert rows[0] == ["circuit", "layer", "eigenvalue positivity Σλ/Σ|λ|"]
+    # the mean to three significant digits, std, min and max to the same decimals; the
+    # direct path's layer -1 (not applicable) as an en dash
+    assert rows[1] == ["direct", "–", "−0.999&nbsp;±&nbsp;0.001 <span class='range'>[−1.000,&nbsp;−0.997]</span>"]
+    assert rows[2] == ["ov_sum", "0", "0.500&nbsp;±&nbsp;0.100 <span class='range'>[0.400,&nbsp;0.600]</span>"]
+    assert rows[3] == ["ov_sum", "1", "0.250&nbsp;±&nbsp;0.050 <span class='range'>[0.200,&nbsp;0.300]</span>"]
     # one seed: just the value; a row without any value (n = 0) is left out
     rows = _cells(T.render_table({"path": str(summary_csv), "spread": {"index": ["circuit", "layer"]}},
                                  variant="b"))
-    assert rows[1:] == [["direct", "-1", "-0.5"]]
+    assert rows[1:] == [["direct", "–", "−0.500"]]
 
 
 def test_render_table_spread_per_metric_and_missing_metric(tmp_path):
     path = tmp_path / "behaviour_summary.csv"
     HEADLINE.iloc[:3].to_csv(path, index=False)  # two_layer has no acc_pred
     rows = _cells(T.render_table({"path": str(path), "spread": {"index": ["metric"]}}, variant="one_layer"))
-    assert rows[0] == ["metric", "mean ± std [min, max]"]
-    assert [r[0] for r in rows[1:]] == ["loss_all", "acc_pred"]
+    assert rows[0] == ["metric", "mean ± std [min, max] over seeds"]
+    assert [r[0] for r in rows[1:]] == ["loss, all targets (nats)", "accuracy, predictable targets"]
     rows = _cells(T.render_table({"path": str(path), "spread": {"index": ["variant"],
                                                                 "metrics": ["acc_pred", "loss_all"]}}))
-    assert rows[0] == ["variant", "acc_pred", "loss_all"]  # the listed order
+    assert rows[0] == ["variant", "accuracy, predictable targets", "loss, all targets (nats)"]  # the listed order
     assert rows[2][0] == "two_layer" and rows[2][1] == "–"
 
 
@@ -330,7 +339,7 @@ def test_render_table_pivot_with_label(heads_csv):
                       "label": "OV L{}H{}"}}
     rows = _cells(T.render_table(spec, variant="a"))
     assert rows[0] == ["seed", "OV L0H0", "OV L0H1", "OV L1H0"]
-    assert rows[1:] == [["0", "0", "0.01", "0.3"], ["1", "0.1", "0.11", "0.4"]]
+    assert rows[1:] == [["0", "0", "0.0100", "0.300"], ["1", "0.100", "0.110", "0.400"]]
     # no label: the bare column key
     spec["pivot"] = {"index": ["seed"], "columns": "head", "values": "positivity_real"}
     spec["where"] = {"circuit": "ov", "layer": 0}
@@ -342,11 +351,11 @@ def test_render_table_sort_columns_and_max_rows(heads_csv):
             "sort": {"by": "positivity_real", "ascending": False},
             "columns": ["positivity_real", "layer", "head", "no_such_column"], "max_rows": 2}
     rows = _cells(T.render_table(spec, variant="a"))
-    assert rows == [["positivity_real", "layer", "head"], ["0.4", "1", "0"], ["0.3", "1", "0"]]
+    assert rows == [["eigenvalue positivity Σλ/Σ|λ|", "layer", "head"], ["0.400", "1", "0"], ["0.300", "1", "0"]]
     spec["sort"] = {"by": ["layer", "positivity_real"]}  # ascending by default
     spec["max_rows"] = 3
     rows = _cells(T.render_table(spec, variant="a"))
-    assert [r[0] for r in rows[1:]] == ["0", "0.01", "0.1"]
+    assert [r[0] for r in rows[1:]] == ["0", "0.0100", "0.100"]
     # columns may keep the variant
     spec["columns"] = ["variant", "seed"]
     assert _cells(T.render_table(spec, variant="b"))[1] == ["b", "0"]

@@ -71,6 +71,10 @@ report_section(
     ],
 )
 
+# the suite prompt whose attention heatmaps the body shows: the first of two whole blocks
+BODY_PROMPT = next((k for k, p in enumerate(config["behaviour"]["prompts"])
+                    if len(p["prompt"]) == 2 * config["task"]["block_len"]), 0)
+
 report_section(
     name="attention",
     title="Attention patterns and head roles",
@@ -92,7 +96,7 @@ report_section(
          "columns": [f"{s}_chance" for s in ("induction", "nearest_copy", "first_block",
                                               "previous_token", "local", "prefix_matching")],
          "max_rows": 1},
-        {"path": aggregated_table("head_scores"),
+        {"path": aggregated_table("head_scores"), "appendix": True,
          "caption": "Head scores and roles per seed.",
          "columns": ["seed", "layer", "head", "induction", "nearest_copy", "first_block",
                      "previous_token", "local", "prefix_matching", "copying", "roles"]},
@@ -103,8 +107,9 @@ report_section(
          "(one row per seed). Head numbers are arbitrary across seeds, so within each seed and "
          "layer the heads are ordered by a score, highest first: the induction score in layers "
          "that can form an induction head (layer ≥ 1, or smeared keys), the previous-token score "
-         "in the others. Each panel names the seed, the head, its score and its roles."},
+         "in the others. Each panel names the seed, the head, its score and its roles.", "key": True},
         {"path": model_file("figures/attention/mean.png"), "dir": model_file("figures/attention"),
+         "appendix": True,
          "caption": "Mean attention pattern of every head over random task sequences (first seed)."},
         {"path": model_file("figures/attention/offset_profile.png"),
          "dir": model_file("figures/attention"),
@@ -112,6 +117,8 @@ report_section(
     ] + [
         {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}{suffix}.png"),
          "dir": model_file("figures/attention"),
+         # one 12-letter prompt in the body, the others in the appendix
+         "appendix": k != BODY_PROMPT,
          "caption": f"Attention of the {which} heads on the prompt {p['prompt'].upper()} (first seed): "
          "teacher-forced on the correct sequence (prompt + correct completion) when the prompt has "
          "one, otherwise (out of distribution) on the model's greedy completion; the title says "

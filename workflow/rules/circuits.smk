@@ -43,18 +43,25 @@ report_section(
     order=20,
     text="Eigenvalue positivity Σλ/Σ|λ| of token-space circuits: +1 copies the source token, "
     "−1 suppresses it. Heads are numbered from 0 (L0H2 = layer 0, head 2); head numbers are "
-    "not comparable across seeds, so per-head values are shown per seed.",
+    "not comparable across seeds, so per-head values are shown per seed (appendix) or aligned by "
+    "rank: within each seed and layer the heads sorted from most to least positive.",
     tables=[
         {"path": aggregated_table("circuits", summary=True),
          "caption": "Direct path and OV sum per layer: mean ± std [min, max] over seeds.",
          "where": {"circuit": ["direct", "ov_sum"], "metric": "positivity_real"},
          "spread": {"index": ["circuit", "layer"], "metrics": ["positivity_real"]}},
         {"path": aggregated_table("circuits"),
+         "caption": "OV positivity of the heads aligned by rank: within each seed and layer the "
+         "heads sorted from most positive (rank 1) down, then mean ± std [min, max] over seeds "
+         "of each rank.",
+         "where": {"circuit": "ov"},
+         "rank": {"within": ["seed", "layer"], "by": "positivity_real", "values": ["positivity_real"]}},
+        {"path": aggregated_table("circuits"), "appendix": True,
          "caption": "OV positivity of every head, per seed (rows: seeds; columns: heads).",
          "where": {"circuit": "ov"},
          "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
                    "label": "OV L{}H{}"}},
-        {"path": aggregated_table("circuits"),
+        {"path": aggregated_table("circuits"), "appendix": True,
          "caption": "QK positivity (content part) of every head, per seed.",
          "where": {"circuit": "qk"},
          "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
@@ -68,6 +75,7 @@ report_section(
               "has a red diagonal (positivity near +1), an anti-copying head a blue one. Each panel "
               "is scaled by its largest |entry|, given in its title."},
              {"path": model_file("figures/circuits/qk.png"), "dir": model_file("figures/circuits"),
+              "appendix": True,
               "caption": "QK circuit W_E W_Q W_Kᵀ W_Eᵀ of every head (first seed; content part, the "
               "positional term left out): row = query token, column = key token; red: the query "
               "attends more to that key token. Each panel is scaled by its largest |entry|."}],
@@ -82,12 +90,12 @@ report_section(
     "eigenvalue positivity of the composition term and the Frobenius composition score minus the "
     "random baseline of the same factor shapes.",
     tables=[
-        {"path": aggregated_table("composition"),
+        {"path": aggregated_table("composition"), "appendix": True,
          "caption": "K-composition term positivity per seed (rows: seed and earlier head p; columns: later head h).",
          "where": {"kind": "K"},
          "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],
                    "values": "positivity_real", "label": "L{}H{}"}},
-        {"path": aggregated_table("composition"),
+        {"path": aggregated_table("composition"), "appendix": True,
          "caption": "K-composition score minus baseline per seed.",
          "where": {"kind": "K"},
          "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],

@@ -75,6 +75,14 @@ def settings_file(stage):
 
 REPORT_SECTIONS = []
 AGGREGATED_TABLES = []
+REPORT_HIGHLIGHTS = []
+
+
+def report_highlight(path, text):
+    """Register a finding for the summary's "beyond the write-up" list: ``text`` with each
+    ``{variant:metric}`` replaced by that metric's mean [min–max] in the summary table
+    ``path`` (numbers from the tables, never typed in)."""
+    REPORT_HIGHLIGHTS.append({"path": path, "text": text})
 
 
 def aggregated_table(name, summary=False):
@@ -91,8 +99,11 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     scope: "variant" (shown in every variant's chapter; paths may use {variant} and
     {seed}, the first seed) or "study" (once, after the chapters).
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
-    columns, max_rows; see inductionlab.report.tables.render_table).
-    figures: dicts with path, caption and, for a file inside a directory output, dir.
+    columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table);
+    appendix: True puts it in the model's per-seed appendix instead of the body.
+    figures: dicts with path, caption and, for a file inside a directory output, dir;
+    appendix as for tables; key: True makes it the model's key figure, shown in the
+    summary (the first one registered counts).
     template: an optional jinja2 fragment (path relative to the workflow or absolute)
     that replaces the default rendering (text, tables, figures).
     variants: limit a variant-scope section to these variants.
@@ -132,7 +143,15 @@ def report_inputs():
         for items in s["items"].values():
             paths += [t["path"] for t in items["tables"]]
             paths += [f.get("dir", f["path"]) for f in items["figures"]]
+    paths += [h["path"] for h in REPORT_HIGHLIGHTS]
     return sorted(set(paths))
+
+
+def claim_groups():
+    """The write-up's algorithms that group the claims (``groups`` in workflow/claims.yaml)."""
+    from inductionlab.claims import load_settings
+
+    return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
 
 
 def report_manifest_json(wildcards):
@@ -146,6 +165,9 @@ def report_manifest_json(wildcards):
         "seeds": SEEDS,
         "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
         "scorecard": f"{RESULTS}/tables/scorecard.csv",
+        "claim_groups": claim_groups(),
+        "failure_modes": aggregated_table("failure_modes", summary=True),
+        "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),
         "headline": {
             "path": aggregated_table("behaviour", summary=True),

@@ -111,7 +111,7 @@ report_section(
               "caption": "Validation loss (all and predictable targets) and predictable-token accuracy "
               "against training step; line = mean over seeds, band = min–max."}],
     tables=[{"path": aggregated_table("train_log"),
-             "caption": "Final validation metrics per seed.",
+             "caption": "Final validation metrics per seed.", "appendix": True,
              "where": {"step": config["train"]["steps"]},
              "columns": ["seed", "val_loss_all", "val_loss_pred", "val_acc_pred", "elapsed_s"]}],
 )

@@ -20,6 +20,7 @@ import yaml
 
 from ..atomic import atomic_path, write_text
 from . import tables as T
+from .labels import label
 
 HERE = Path(__file__).parent
 STUDY = "_study"
@@ -59,42 +60,117 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(render_table=T.render_table, mark_completion=T.mark_completion,
                        fmt=T.fmt, data_uri=data_uri, read_csv=pd.read_csv, select=T.select,
-                       spread_table=T.spread_table, to_html=T.to_html)
+                       spread_table=T.spread_table, to_html=T.to_html,
+                       label=label)
     return env
 
 
-def _render_items(items: dict, variant: str | None) -> dict:
+class Numbers:
+    """Running numbers of the report's figures and tables, in reading order."""
+
+    def __init__(self):
+        self.count = {"figure": 0, "table": 0}
+
+    def next(self, kind: str) -> int:
+        self.count[kind] += 1
+        return self.count[kind]
+
+
+def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: bool,
+                  shown: dict | None = None) -> dict:
+    """The tables and figures of one section that belong in the body (``appendix`` False)
+    or in the appendix, numbered; a figure already shown (``shown``: path -> number, the
+    summary's key figures) is referred to by its number instead of drawn again."""
+    shown = shown or {}
+    tables = [t for t in items.get("tables", []) if bool(t.get("appendix")) == appendix]
+    figures = [f for f in items.get("figures", []) if bool(f.get("appendix")) == appendix]
     return {
-        "tables": [{**spec, "html": T.render_table(spec, variant)} for spec in items.get("tables", [])],
-        "figures": [{**fig, "uri": data_uri(fig["path"])} for fig in items.get("figures", [])],
+        "tables": [{**spec, "number": numbers.next("table"), "html": T.render_table(spec, variant)}
+                   for spec in tables],
+        "figures": [{**fig, "number": shown[fig["path"]], "shown": True} if fig["path"] in shown
+                    else {**fig, "number": numbers.next("figure"), "uri": data_uri(fig["path"])}
+                    for fig in figures],
     }
 
 
-def render_section(env, section: dict, key: str) -> str:
-    """One section's HTML for one variant (``key``) or for the study."""
+def render_section(env, section: dict, key: str, numbers: Numbers | None = None,
+                   appendix: bool = False, shown: dict | None = None) -> str:
+    """One section's HTML for one variant (``key``) or for the study: its body part, or
+    with ``appendix`` its appendix part ("" when it has none)."""
     variant = None if key == STUDY else key
-    items = _render_items(section["items"].get(key, {}), variant)
+    items = _render_items(section["items"].get(key, {}), variant, numbers or Numbers(), appendix, shown)
+    if appendix and not (items["tables"] or items["figures"]):
+        return ""
     template = (env.from_string(Path(section["template"]).read_text()) if section.get("template")
-                else env.get_template("sections/generic.html.j2"))
-    return template.render(section=section, variant=variant, **items)
+                and not appendix else env.get_template("sections/generic.html.j2"))
+    return template.render(section=section, variant=variant, appendix=appendix, **items)
+
+
+def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
+    """Per variant the first figure flagged ``key`` in the registered sections (the one
+    that shows its mechanism), numbered first: it opens the report's summary."""
+    out = {}
+    for v in manifest["variants"]:
+        for s in sorted(manifest["sections"], key=lambda s: (s.get("order", 50), s["name"])):
+            figs = [f for f in s["items"].get(v, {}).get("figures", []) if f.get("key")]
+            if figs and v not in out:
+                out[v] = {**figs[0], "number": numbers.next("figure"), "uri": data_uri(figs[0]["path"])}
+    return out
 
 
 def build_html(manifest: dict) -> str:
+    from .story import highlight_text, story, tally, worst_failure_modes
+
     env = _environment()
+    numbers = Numbers()
     sections = sorted(manifest["sections"], key=lambda s: (s.get("order", 50), s["name"]))
-    chapters = [{"variant": v, "sections": [
-        {"title": s["title"], "name": s["name"], "html": render_section(env, s, v)}
-        for s in sections if s["scope"] == "variant" and v in s["items"]]}
-        for v in manifest["variants"]]
-    study = [{"title": s["title"], "name": s["name"], "html": render_section(env, s, STUDY)}
-             for s in sections if s["scope"] == "study"]
     scorecard = (pd.read_csv(manifest["scorecard"], keep_default_na=False)
                  if manifest.get("scorecard") else None)
+    if scorecard is not None:
+        for column, default in (("group", ""), ("source", "write-up"), ("statement", ""),
+                                ("range", ""), ("reason", ""), ("reference", ""), ("quote", "")):
+            if column not in scorecard:
+                scorecard[column] = default
+    groups = manifest.get("claim_groups", {})
+    keys = key_figures(manifest, numbers)
+    shown = {f["path"]: f["number"] for f in keys.values()}
+    failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
+               if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
+    highlights = [highlight_text(h) for h in manifest.get("highlights", [])
+                  if Path(h["path"]).is_file()]
+    first = 3 if scorecard is not None else 2  # 1 summary, 2 scorecard, then the chapters
+    chapters = []
+    for c, v in enumerate(manifest["variants"]):
+        mine = [s for s in sections if s["scope"] == "variant" and v in s["items"]]
+        chapters.append({"variant": v, "number": first + c, "sections": [
+            {"title": s["title"], "name": s["name"], "number": f"{first + c}.{k + 1}",
+             "html": render_section(env, s, v, numbers, shown=shown)} for k, s in enumerate(mine)]})
+    study = [{"title": s["title"], "name": s["name"], "number": first + len(chapters) + k,
+              "html": render_section(env, s, STUDY, numbers)}
+             for k, s in enumerate(s for s in sections if s["scope"] == "study")]
+    appendix = []
+    for v in manifest["variants"]:
+        parts = [{"title": s["title"], "name": s["name"],
+                  "html": render_section(env, s, v, numbers, appendix=True)}
+                 for s in sections if s["scope"] == "variant" and v in s["items"]]
+        parts = [p for p in parts if p["html"]]
+        if parts:
+            appendix.append({"variant": v, "letter": chr(ord("A") + len(appendix)), "sections": parts})
+    study_parts = [{"title": s["title"], "name": s["name"],
+                    "html": render_section(env, s, STUDY, numbers, appendix=True)}
+                   for s in sections if s["scope"] == "study"]
+    study_parts = [p for p in study_parts if p["html"]]
+    letters = [chr(ord("A") + len(appendix) + k) for k in range(3)]
     return env.get_template("report.html.j2").render(
         manifest=manifest, chapters=chapters, study=study, scorecard=scorecard,
+        appendix=appendix, study_appendix=study_parts, letters=letters,
+        story=story(scorecard, manifest["variants"], groups) if scorecard is not None else [],
+        tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
+        key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
-        versions=versions(), training=training_environment(manifest.get("train_log")), date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        css=(HERE / "report.css").read_text(),
+        versions=versions(), training=training_environment(manifest.get("train_log")),
+        date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        css=(HERE / "report.css").read_text(), numbers=numbers,
     )
 
 

@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 
+from .labels import label
+
 
 def select(frame: pd.DataFrame, where: dict | None = None, variant: str | None = None) -> pd.DataFrame:
     """Rows of ``frame`` matching ``where`` (equality; a list means any of) and ``variant``."""
@@ -17,27 +19,57 @@ def select(frame: pd.DataFrame, where: dict | None = None, variant: str | None =
     return frame
 
 
+SIGNIFICANT = 3
+# columns whose -1 means "not applicable" (a model-level row has layer and head -1)
+PLACEHOLDER_COLUMNS = {"layer", "head", "src_layer", "src_head", "position"}
+
+
+def decimals(value: float, significant: int = SIGNIFICANT) -> int:
+    """Digits after the point that show ``value`` to ``significant`` significant digits."""
+    if value == 0 or not math.isfinite(value):
+        return 0
+    return max(0, significant - 1 - math.floor(math.log10(abs(value))))
+
+
+def fmt_at(value: float, places: int) -> str:
+    """``value`` with ``places`` decimals; NaN an en dash, infinities ∞, minus signs true."""
+    if math.isnan(value):
+        return "–"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    text = f"{value:.{places}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")
+    return text.replace("-", "−")
+
+
 def fmt(value) -> str:
-    """A cell: floats to 4 significant digits, NaN as an en dash."""
+    """A cell: a float to :data:`SIGNIFICANT` significant digits (the one number format of
+    the report), an integer as is, NaN as an en dash, text escaped."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "–"
-        return f"{value:.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
+        return fmt_at(value, decimals(value))
+    if isinstance(value, int):
+        return str(value).replace("-", "−")
     return html.escape(str(value))
 
 
-def _short(value: float) -> str:
-    """Two significant digits: for a spread, more would be noise."""
-    return "–" if math.isnan(value) else f"{value:.2g}"
-
-
 def spread_cell(row) -> str:
-    """mean ± std [min, max] of a summary row (std with two significant digits);
-    just the value for one seed."""
+    """mean ± std [min, max] of a summary row, all to the decimals that give the mean three
+    significant digits (the spread's, when the mean is 0); just the value for one seed."""
+    mean = float(row["mean"])
     if row["n"] <= 1 or pd.isna(row["std"]):
-        return fmt(float(row["mean"]))
-    return (f"{fmt(float(row['mean']))}&nbsp;±&nbsp;{_short(float(row['std']))} "
-            f"<span class='range'>[{fmt(float(row['min']))},&nbsp;{fmt(float(row['max']))}]</span>")
+        return fmt(mean)
+    std = float(row["std"])
+    places = decimals(mean) if mean != 0 else decimals(std)
+    places = max(places, 0)
+    return (f"{fmt_at(mean, places)}&nbsp;±&nbsp;{fmt_at(std, places)} "
+            f"<span class='range'>[{fmt_at(float(row['min']), places)},&nbsp;"
+            f"{fmt_at(float(row['max']), places)}]</span>")
+
+
+SPREAD_HEADER = "mean ± std [min, max] over seeds"
 
 
 def spread_table(summary: pd.DataFrame, index: list[str], metrics: list[str] | None = None) -> pd.DataFrame:
@@ -47,21 +79,68 @@ def spread_table(summary: pd.DataFrame, index: list[str], metrics: list[str] | N
     summary = summary[summary["n"] > 0]  # rows without a value in any seed (e.g. skipped ablations)
     cells = summary.assign(cell=summary.apply(spread_cell, axis=1))
     if "metric" in index:  # one row per metric: a single column of cells
-        return cells[index + ["cell"]].rename(columns={"cell": "mean ± std [min, max]"})
+        return cells[index + ["cell"]].rename(columns={"cell": SPREAD_HEADER})
     wide = cells.pivot_table(index=index, columns="metric", values="cell", aggfunc="first", sort=False)
     if metrics:
         wide = wide[[m for m in metrics if m in wide.columns]]
     return wide.reset_index()
 
 
-def to_html(frame: pd.DataFrame, raw_columns: tuple = ()) -> str:
-    """An HTML table; cells are escaped except the columns in ``raw_columns`` (pre-rendered HTML)."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+def ranked(frame: pd.DataFrame, within: list[str], by: str, value_columns: list[str],
+           name: str = "rank") -> pd.DataFrame:
+    """Heads aligned by what they do, not by their number: within each group ``within``
+    (e.g. seed, kind, layer), rows sorted by ``by`` descending and numbered 1, 2, ... in
+    column ``name``; then mean ± std [min, max] of ``value_columns`` over the groups, per
+    rank (and per the grouping columns other than the seed)."""
+    frame = frame.dropna(subset=[by]).copy()
+    frame[name] = frame.groupby(within)[by].rank(method="first", ascending=False).astype(int)
+    keys = [c for c in within if c != "seed"] + [name]
+    rows = []
+    for key, group in frame.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(keys, key))
+        for col in value_columns:
+            v = group[col].astype(float)
+            row[col] = spread_cell({"n": v.count(), "mean": v.mean(), "std": v.std(),
+                                    "min": v.min(), "max": v.max()})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=keys + list(value_columns))
+
+
+def duplicates_of_earlier(frame: pd.DataFrame, index: list[str]) -> list[tuple[str, str]]:
+    """(row, earlier row) pairs whose every column outside ``index`` is equal."""
+    values = [c for c in frame.columns if c not in index]
+    seen, pairs = {}, []
+    for _, row in frame.iterrows():
+        key = tuple(str(row[c]) for c in values)
+        name = " ".join(str(row[c]) for c in index)
+        if key in seen:
+            pairs.append((name, seen[key]))
+        else:
+            seen[key] = name
+    return pairs
+
+
+def _header(column) -> str:
+    return html.escape(label(column))
+
+
+def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True) -> str:
+    """An HTML table; cells are escaped except the columns in ``raw_columns`` (pre-rendered
+    HTML); headers, and the names in a ``metric`` column, are :func:`label`-led."""
+    head = "".join(f"<th>{_header(c) if labelled else html.escape(str(c))}</th>" for c in frame.columns)
     body = []
     for row in frame.itertuples(index=False):
         cells = []
         for col, value in zip(frame.columns, row):
-            text = (value if isinstance(value, str) else "–") if col in raw_columns else fmt(value)
+            if col in raw_columns:
+                text = value if isinstance(value, str) else "–"
+            elif col in PLACEHOLDER_COLUMNS and not isinstance(value, str) and value == -1:
+                text = "–"
+            elif col == "metric" and labelled:
+                text = html.escape(label(value))
+            else:
+                text = fmt(value.item() if hasattr(value, "item") else value)
             cells.append(f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<table><thead><tr>{head}</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
@@ -73,10 +152,16 @@ def render_table(spec: dict, variant: str | None = None) -> str:
     spec keys: path; where (row filter); spread {index, metrics} (summary tables:
     mean ± std [min, max] per metric); pivot {index, columns, values, label} (e.g.
     seeds as rows and heads as columns; label formats the column key, "L{}H{}");
-    sort {by, ascending}; columns (selection and order); max_rows.
+    sort {by, ascending}; columns (selection and order); max_rows; rank {within, by,
+    values} (per-seed rows aligned by rank, :func:`ranked`); dedupe (rows equal to an
+    earlier one in every value are left out, and a note says which).
     """
     frame = select(pd.read_csv(spec["path"]), spec.get("where"), variant)
     raw = ()
+    if "rank" in spec:
+        rk = spec["rank"]
+        frame = ranked(frame, rk["within"], rk["by"], rk["values"], rk.get("name", "rank"))
+        raw = tuple(rk["values"])
     if "spread" in spec:
         index = spec["spread"]["index"]
         frame = spread_table(frame, index, spec["spread"].get("metrics"))
@@ -98,7 +183,17 @@ def render_table(spec: dict, variant: str | None = None) -> str:
         frame = frame.head(spec["max_rows"])
     if frame.empty:
         return "<p class='empty'>No rows (nothing of this kind applies to this model).</p>"
-    return to_html(frame, raw)
+    note = ""
+    if spec.get("dedupe"):
+        index = [c for c in frame.columns if c not in raw] if raw else list(frame.columns[:1])
+        pairs = duplicates_of_earlier(frame, index)
+        if pairs:
+            dropped = {name for name, _ in pairs}
+            frame = frame[[" ".join(str(r[c]) for c in index) not in dropped
+                           for _, r in frame.iterrows()]]
+            note = ("<p class='note'>Left out, identical in every value to an earlier row: "
+                    + "; ".join(f"{html.escape(a)} (= {html.escape(b)})" for a, b in pairs) + ".</p>")
+    return to_html(frame, raw) + note
 
 
 def mark_completion(completion: str, expected: str | float | None) -> str:

@@ -1,0 +1,84 @@
+"""Human names, with units, for the column and metric names of the result tables.
+
+Tables keep their snake_case names (they are files other tools read); the report shows
+:func:`label` of each. A name without an entry is shown with its underscores as spaces.
+"""
+from __future__ import annotations
+
+import re
+
+LABELS = {
+    # task metrics
+    "loss_all": "loss, all targets (nats)",
+    "loss_pred": "loss, predictable targets (nats)",
+    "acc_pred": "accuracy, predictable targets",
+    "val_loss_all": "validation loss, all targets (nats)",
+    "val_loss_pred": "validation loss, predictable targets (nats)",
+    "val_acc_pred": "validation accuracy, predictable targets",
+    "elapsed_s": "training time (s)",
+    "icl_score": "ICL score: last − first position loss (nats)",
+    "suite_acc": "greedy accuracy, suite prompts",
+    "repeat_when_correct_rate": "predicts a repeat where the target repeats (share)",
+    "ood_two_blocks_follows_first": "two-block prompts: letters continuing the first block (share)",
+    "ood_two_blocks_follows_second": "two-block prompts: letters continuing the second block (share)",
+    "ood_two_blocks_repeat_rate": "two-block prompts: immediate-repeat rate",
+    "delta_loss_all": "Δ loss, all targets (nats)",
+    "delta_loss_pred": "Δ loss, predictable targets (nats)",
+    # circuits
+    "positivity_real": "eigenvalue positivity Σλ/Σ|λ|",
+    "positivity_imag": "positivity, imaginary part",
+    "score": "composition score ‖LR‖/(‖L‖‖R‖)",
+    "score_minus_baseline": "composition score − random baseline",
+    "src_layer": "earlier layer",
+    "src_head": "earlier head",
+    # attention scores
+    "induction": "induction (all copies)",
+    "nearest_copy": "nearest copy (5 back)",
+    "first_block": "first-block copy",
+    "previous_token": "previous token",
+    "local": "local window",
+    "prefix_matching": "prefix matching",
+    "copying": "copying score (z-score)",
+    "roles": "roles",
+    # failure modes
+    "pattern": "repetition pattern",
+    "n_distinct": "distinct letters",
+    "adjacent_repeats": "adjacent repeats",
+    "teacher_forced_acc": "teacher-forced accuracy",
+    # summaries
+    "mean": "mean over seeds",
+    "std": "std",
+    "min": "min",
+    "max": "max",
+    "n": "n",
+}
+
+_RANDOM = re.compile(r"^random(_distinct)?_len(\d+)_(\w+)$")
+_RANDOM_WHAT = {"acc_mean": "greedy accuracy", "exact": "share completed exactly",
+                "repeat_rate": "immediate-repeat rate", "repeat_rate_data": "repeat rate of the correct completion",
+                "share_in_prompt": "share of letters found in the prompt"}
+_OOD = re.compile(r"^ood_len(\d+)_(\w+)$")
+_LAYER_SCORE = re.compile(r"^(\w+?)_(mean|max|chance)_L(\d+)$")
+_CHANCE = re.compile(r"^(\w+)_chance$")
+
+
+def label(name) -> str:
+    """The report's name for a table column or metric ``name``."""
+    name = str(name)
+    if name in LABELS:
+        return LABELS[name]
+    m = _RANDOM.match(name)
+    if m:
+        kind = "distinct-letter " if m.group(1) else ""
+        return f"random {kind}{m.group(2)}-letter prompts: {_RANDOM_WHAT.get(m.group(3), m.group(3))}"
+    m = _OOD.match(name)
+    if m:
+        return f"out-of-distribution {m.group(1)}-letter prompts: {_RANDOM_WHAT.get(m.group(2), m.group(2))}"
+    m = _LAYER_SCORE.match(name)
+    if m and m.group(1) in LABELS:
+        how = {"mean": "mean over heads", "max": "best head", "chance": "chance level"}[m.group(2)]
+        return f"layer {m.group(3)} {LABELS[m.group(1)]}, {how}"
+    m = _CHANCE.match(name)
+    if m and m.group(1) in LABELS:
+        return f"{LABELS[m.group(1)]}: chance level"
+    return name.replace("_", " ")

@@ -1,0 +1,118 @@
+"""The report's first page: what replicated, from the scorecard and the result tables alone.
+
+Every sentence here is assembled from a table row (the scorecard's verdicts and value
+ranges, a summary table's mean and range); nothing is typed in by hand.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .tables import fmt_at, decimals
+
+ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED = (
+    "replicates in every seed", "depends on the seed", "does not replicate", "could not be measured")
+OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED)
+
+
+def outcome(row) -> str:
+    """One scorecard row's outcome: robust (holds in every seed), seed-dependent, not
+    replicated (measured in every seed, holds in none) or not measured (in any seed)."""
+    holds, measured, seeds = int(row["holds"]), int(row["measured"]), int(row["seeds"])
+    if measured == 0:
+        return NOT_MEASURED
+    if holds == seeds:
+        return ROBUST
+    if holds == 0 and measured == seeds:
+        return NOT_REPLICATED
+    return SEED_DEPENDENT
+
+
+def claim_words(row) -> str:
+    """The claim as the report shows it: the write-up's words (quoted) or a statement."""
+    if row.get("source", "write-up") == "write-up" and row.get("quote"):
+        return f"“{row['quote']}”"
+    return str(row.get("statement") or row.get("quote") or row["claim"])
+
+
+def tally(card: pd.DataFrame) -> dict[str, int]:
+    """How many claims fall in each outcome, in :data:`OUTCOMES` order."""
+    counts = card.apply(outcome, axis=1).value_counts() if len(card) else pd.Series(dtype=int)
+    return {o: int(counts.get(o, 0)) for o in OUTCOMES}
+
+
+def evidence(row) -> str:
+    """The one number that says so: the measured range and the test, or the reason."""
+    kind = outcome(row)
+    if kind == NOT_MEASURED:
+        return str(row.get("reason") or row.get("notes") or "no value")
+    text = f"{row['range']} (test {row['test']})" if row.get("range") else row["test"]
+    return f"{text}; holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
+
+
+def story(card: pd.DataFrame, variants: list[str], groups: dict[str, str] | None = None) -> list[dict]:
+    """Per variant: its claims grouped by the write-up's algorithms, each with its outcome,
+    words, evidence and scorecard anchor; groups in ``groups`` order, then any others."""
+    groups = groups or {}
+    out = []
+    for variant in variants:
+        mine = card[card["variant"] == variant]
+        if mine.empty:
+            continue
+        names = [g for g in groups if g in set(mine["group"])]
+        names += [g for g in dict.fromkeys(mine["group"]) if g not in names]
+        chapter = {"variant": variant, "tally": tally(mine), "groups": []}
+        for g in names:
+            rows = mine[mine["group"] == g]
+            items = [{"outcome": outcome(r), "claim": r["claim"], "words": claim_words(r),
+                      "evidence": evidence(r), "source": r.get("source", "write-up")}
+                     for _, r in rows.iterrows()]
+            items.sort(key=lambda i: OUTCOMES.index(i["outcome"]))
+            chapter["groups"].append({"group": g, "title": groups.get(g, g or "other claims"),
+                                      "items": items})
+        out.append(chapter)
+    return out
+
+
+def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict | None = None) -> str:
+    """'mean [min–max]' of one metric of a summary table (three significant digits)."""
+    rows = summary[(summary["variant"] == variant) & (summary["metric"] == metric)]
+    for column, wanted in (where or {}).items():
+        rows = rows[rows[column] == wanted]
+    if rows.empty or pd.isna(rows.iloc[0]["mean"]):
+        return "–"
+    r = rows.iloc[0]
+    places = decimals(float(r["mean"]))
+    if r["n"] <= 1 or pd.isna(r["std"]):
+        return fmt_at(float(r["mean"]), places)
+    return (f"{fmt_at(float(r['mean']), places)} [{fmt_at(float(r['min']), places)}–"
+            f"{fmt_at(float(r['max']), places)}]")
+
+
+def highlight_text(spec: dict) -> str:
+    """A registered finding "beyond the write-up": ``text`` with every ``{variant:metric}``
+    replaced by that metric's mean [min–max] in the summary table at ``path``."""
+    import re
+
+    summary = pd.read_csv(spec["path"])
+    return re.sub(r"\{([\w.-]+):([\w.-]+)\}",
+                  lambda m: summary_value(summary, m.group(1), m.group(2)), spec["text"])
+
+
+def worst_failure_modes(failure_summary: pd.DataFrame, variants: list[str],
+                        metric: str = "teacher_forced_acc") -> list[dict]:
+    """Per variant, the repetition pattern with the lowest mean accuracy ``metric``
+    (over seeds), its accuracy range, and the accuracy of the all-distinct pattern."""
+    out = []
+    for v in variants:
+        rows = failure_summary[(failure_summary["variant"] == v) & (failure_summary["metric"] == metric)]
+        rows = rows.dropna(subset=["mean"])
+        if rows.empty:
+            continue
+        worst = rows.sort_values("mean", kind="stable").iloc[0]
+        distinct = rows[rows["n_distinct"] == rows["n_distinct"].max()] if "n_distinct" in rows else rows.iloc[:0]
+        out.append({"variant": v, "pattern": worst["pattern"],
+                    "value": summary_value(rows, v, metric, {"pattern": worst["pattern"]}),
+                    "distinct": (summary_value(rows, v, metric, {"pattern": distinct.iloc[0]["pattern"]})
+                                 if len(distinct) else "–"),
+                    "distinct_pattern": distinct.iloc[0]["pattern"] if len(distinct) else ""})
+    return out
