@@ -103,11 +103,12 @@ def test_pdf_has_every_section_heading(report_files):
     _, pdf, manifest = report_files
     titles = {s["title"] for s in manifest["sections"]}
     assert "Extra stage check" in titles and len(titles) >= 7
-    for title in sorted(titles) + ["Claims scorecard", "Methods appendix",
-                                   "Summary and claims scorecard"]:
+    for title in sorted(titles) + ["2 Claims scorecard", "methods", "1 Summary: what replicated",
+                                   "Beyond the write-up"]:
         assert squash(title) in pdf, title
     for variant in VARIANTS:
-        assert squash(f"Variant {variant}") in pdf, variant
+        assert squash(f"Model {variant}") in pdf, variant
+        assert squash(f"per-seed detail of {variant}") in pdf, variant
 
 
 def test_html_has_every_section_and_the_extra_stage(tiny_run, report_files):
