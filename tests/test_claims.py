@@ -446,7 +446,7 @@ def test_scorecard_holds_in_k_of_n_seeds(tables):
     assert card.loc["acc_low", "verdict"] == "holds in 2 of 3 seeds"
     assert card.loc["acc_high", "verdict"] == "holds in 0 of 3 seeds"
     assert card.loc["acc_low", ["holds", "measured", "seeds"]].tolist() == [2, 3, 3]
-    assert card.loc["acc_low", "values"] == "0: 0.2 ✓, 1: 0.7 ✗, 2: 0.5 ✓"
+    assert card.loc["acc_low", "values"] == "0: 0.200 ✓, 1: 0.700 ✗, 2: 0.500 ✓"
     assert card.loc["acc_low", "marks"] == "✓✗✓"
     assert card.loc["acc_low", "test"] == "< 0.6"
     assert card.loc["acc_low", "quote"] == "q"
@@ -458,7 +458,7 @@ def test_scorecard_counts_not_measured_seeds(tables):
     card = scorecard(claims, results).iloc[0]
     assert card["verdict"] == "holds in 2 of 4 seeds (1 not measured)"
     assert (card["holds"], card["measured"], card["seeds"]) == (2, 3, 4)
-    assert card["values"] == "0: 0.2 ✓, 1: 0.7 ✗, 2: 0.5 ✓, 3: – –"
+    assert card["values"] == "0: 0.200 ✓, 1: 0.700 ✗, 2: 0.500 ✓, 3: not measured"
     assert card["marks"] == "✓✗✓–"
     assert card["write_up"] == "0.25"
 
@@ -468,7 +468,7 @@ def test_scorecard_with_no_seed_measured(tables):
     card = scorecard(claims, evaluate_claims(claims, tables, [0, 1])).iloc[0]
     assert card["verdict"] == "not measured in 2 of 2 seeds"
     assert card["notes"] == "not measured: no table 'ablations'"
-    assert card["values"] == "0: – –, 1: – –"
+    assert card["values"] == "0: not measured, 1: not measured"
 
 
 def test_run_claims_reads_tables_by_file_stem(tmp_path, tables):

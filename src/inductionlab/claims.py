@@ -423,6 +423,9 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             compare = r.compare
             threshold = r.threshold_value if not pd.isna(r.threshold_value) else None
             text = format_value(r.value, compare if threshold is not None else None, threshold)
+            if r.status == NOT_MEASURED:
+                values.append(f"{r.seed}: not measured")
+                continue
             values.append(f"{r.seed}: {text} {MARKS[r.status]}" + (" (at chance)" if r.at_chance else ""))
         finite = [(r.value, r) for r in measured.itertuples() if not pd.isna(r.value)]
         if finite:

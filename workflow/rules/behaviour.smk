@@ -96,6 +96,12 @@ report_section(
          "columns": [f"{s}_chance" for s in ("induction", "nearest_copy", "first_block",
                                               "previous_token", "local", "prefix_matching")],
          "max_rows": 1},
+        {"path": aggregated_table("head_scores"),
+         "caption": "Head scores aligned by rank: within each seed and layer the heads sorted by "
+         "their induction score (rank 1: highest), then mean ± std [min, max] over seeds of each "
+         "rank's scores. Per-seed values with head numbers and roles: appendix.",
+         "rank": {"within": ["seed", "layer"], "by": "induction",
+                  "values": ["induction", "nearest_copy", "first_block", "previous_token", "copying"]}},
         {"path": aggregated_table("head_scores"), "appendix": True,
          "caption": "Head scores and roles per seed.",
          "columns": ["seed", "layer", "head", "induction", "nearest_copy", "first_block",
