@@ -309,6 +309,8 @@ def format_value(value: float, compare: str | None = None, threshold: float | No
         return "–"
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
+    if float(value).is_integer() and abs(value) < 1e6:
+        return str(int(value))  # a count, or an exact value
     for digits in range(3, 8):
         text = f"{value:#.{digits}g}".rstrip(".")  # −0.9998 is "−1.00", never "−1"
         if "e" in text:

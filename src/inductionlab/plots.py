@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .atomic import atomic_path  # noqa: E402
+from .report.labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
 MAX_HEIGHT_IN = 9.0
@@ -462,29 +463,8 @@ PER_HEAD_ABLATIONS = {
     "remove_head_from_keys": "layer-{layer} keys minus a layer-{source_layer} head",
     "remove_head_from_queries": "layer-{layer} queries minus a layer-{source_layer} head",
 }
-# name prefix of a head-agnostic ablation (its layer follows as _L{l}) -> words
-ABLATION_WORDS = {
-    "qk_from_embedding": "layer {l}: Q and K from the embedding",
-    "plus_k": "layer {l}: + K from the residual (K-comp.)",
-    "plus_q": "layer {l}: + Q from the residual (Q-comp.)",
-    "qk_full": "layer {l}: Q and K from the residual (= model)",
-    "values_from_embedding": "layer {l}: V from the embedding (no V-comp.)",
-    "smear_off": "layer {l}: smear off (raw keys)",
-}
-
-
 METRIC_WORDS = {"loss_all": "loss on all targets", "loss_pred": "loss on predictable targets",
                 "acc_pred": "accuracy on predictable targets", "suite_acc": "prompt-suite accuracy"}
-
-
-def ablation_words(name: str) -> str:
-    """An ablation's name in words: ``plus_k_L1`` -> "layer 1: + K from the residual (K-comp.)"."""
-    if name == "baseline":
-        return "none (the model as trained)"
-    prefix, _, layer = name.rpartition("_L")
-    if prefix in ABLATION_WORDS and layer.isdigit():
-        return ABLATION_WORDS[prefix].format(l=layer)
-    return name.replace("_", " ")
 
 
 def _rank_label(rank: int) -> str:

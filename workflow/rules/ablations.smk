@@ -81,7 +81,7 @@ report_section(
                    "label": "L{}H{}"}},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{variant}}/ablations.png",
+        {"path": f"{RESULTS}/figures/{{variant}}/ablations.png", "appendix": True,
          "caption": "Validation loss under every ablation; bars are the mean over seeds, whiskers min–max."},
     ],
 )

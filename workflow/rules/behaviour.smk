@@ -48,16 +48,29 @@ report_section(
     template="src/inductionlab/report/templates/sections/behaviour.html.j2",
     tables=[
         {"path": aggregated_table("completions"), "caption": "Greedy completions of the prompt suite."},
+        {"path": aggregated_table("completions"), "appendix": True,
+         "caption": "Greedy completions of the prompt suite, every seed.",
+         "columns": ["prompt", "seed", "completion", "expected", "write_up_completion", "accuracy"]},
         {"path": aggregated_table("behaviour", summary=True),
-         "caption": "Random prompts (random_len: blocks drawn with replacement, as in training; "
-         "random_distinct_len: blocks of distinct letters, as the write-up tried): completion "
-         "accuracy (mean over prompts), share completed exactly, immediate-repeat rate of the "
-         "completions against that of the correct completions, and share of generated letters "
-         "found in the prompt. ood_two_blocks: prompts of two blocks of distinct letters, none "
-         "shared; the share of completed letters that continue the first block and the share "
-         "that continue the second (the letter after the previous one's place in that block). "
-         "repeat_when_correct_rate: teacher-forced, the share of predictable targets that repeat "
-         "the current letter where the model predicts that repeat. Mean ± std [min, max] over seeds.",
+         "caption": "Random prompts: greedy completion accuracy (mean over prompts) and share "
+         "completed exactly, from blocks drawn with replacement as in training and from blocks of "
+         "distinct letters as the write-up tried; the share of predictable targets repeating the "
+         "current letter where the model predicts that repeat (teacher-forced); on prompts of two "
+         "blocks of distinct letters, none shared, the share of completed letters that continue "
+         "the first block and the second (the letter after the previous one's place in that block) "
+         "and the immediate-repeat rate. Mean ± std [min, max] over seeds; every habit metric: "
+         "appendix.",
+         "spread": {"index": ["metric"]},
+         "where": {"metric": [f"random{kind}_len{L}_{m}"
+                              for L in config["behaviour"]["random_prompt_lengths"]
+                              for kind in ("", "_distinct") for m in ("acc_mean", "exact")]
+                   + ["repeat_when_correct_rate", "ood_two_blocks_follows_first",
+                      "ood_two_blocks_follows_second", "ood_two_blocks_repeat_rate"]}},
+        {"path": aggregated_table("behaviour", summary=True), "appendix": True,
+         "caption": "Every habit of the random prompts: completion accuracy, share completed "
+         "exactly, immediate-repeat rate of the completions against that of the correct "
+         "completions, share of generated letters found in the prompt; the out-of-distribution "
+         "prompts; the ICL score. Mean ± std [min, max] over seeds.",
          "spread": {"index": ["metric"]},
          "where": {"metric": [f"random{kind}_len{L}_{m}"
                               for L in config["behaviour"]["random_prompt_lengths"]
@@ -71,6 +84,7 @@ report_section(
     ],
 )
 
+ONE_LAYER_VARIANTS = [v for v in VARIANTS if config["variants"][v]["n_layers"] == 1]
 # the suite prompt whose attention heatmaps the body shows: the first of two whole blocks
 BODY_PROMPT = next((k for k, p in enumerate(config["behaviour"]["prompts"])
                     if len(p["prompt"]) == 2 * config["task"]["block_len"]), 0)
@@ -118,13 +132,14 @@ report_section(
          "appendix": True,
          "caption": "Mean attention pattern of every head over random task sequences (first seed)."},
         {"path": model_file("figures/attention/offset_profile.png"),
-         "dir": model_file("figures/attention"),
+         "dir": model_file("figures/attention"), "appendix": True,
          "caption": "Mean attention by offset (query position − key position), per head (first seed)."},
     ] + [
         {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}{suffix}.png"),
          "dir": model_file("figures/attention"),
-         # one 12-letter prompt in the body, the others in the appendix
-         "appendix": k != BODY_PROMPT,
+         # one 12-letter prompt in the body for the models with more than one layer; the
+         # other prompts and models in the appendix
+         "appendix": True if k != BODY_PROMPT else ONE_LAYER_VARIANTS,
          "caption": f"Attention of the {which} heads on the prompt {p['prompt'].upper()} (first seed): "
          "teacher-forced on the correct sequence (prompt + correct completion) when the prompt has "
          "one, otherwise (out of distribution) on the model's greedy completion; the title says "
@@ -146,7 +161,7 @@ report_section(
     "failures by how much they cost on real data.",
     figures=[{"path": f"{RESULTS}/figures/{{variant}}/failure_modes.png",
               "caption": "Patterns with the largest error mass; bars are the mean over seeds, whiskers min–max."}],
-    tables=[{"path": aggregated_table("failure_modes", summary=True),
+    tables=[{"path": aggregated_table("failure_modes", summary=True), "appendix": True,
              "caption": "The 12 patterns with the lowest teacher-forced accuracy (mean over seeds).",
              "where": {"metric": "teacher_forced_acc"},
              "sort": {"by": "mean", "ascending": True},

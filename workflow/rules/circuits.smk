@@ -67,9 +67,10 @@ report_section(
          "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
                    "label": "QK L{}H{}"}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/spectra.png",
+    figures=[{"path": f"{RESULTS}/figures/{{variant}}/spectra.png", "appendix": True,
               "caption": "Nonzero eigenvalues of the direct path and the OV circuits in the complex plane."},
              {"path": model_file("figures/circuits/ov.png"), "dir": model_file("figures/circuits"),
+              "appendix": True,
               "caption": "OV circuit W_E W_V W_O W_U of every head (first seed): row = the token the "
               "head attends to, column = the logit it raises (red) or lowers (blue). A copying head "
               "has a red diagonal (positivity near +1), an anti-copying head a blue one. Each panel "

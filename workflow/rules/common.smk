@@ -100,7 +100,8 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     {seed}, the first seed) or "study" (once, after the chapters).
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
     columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table);
-    appendix: True puts it in the model's per-seed appendix instead of the body.
+    appendix: True (or a list of variants) puts it in the model's per-seed appendix
+    instead of the body.
     figures: dicts with path, caption and, for a file inside a directory output, dir;
     appendix as for tables; key: True makes it the model's key figure, shown in the
     summary (the first one registered counts).
@@ -165,7 +166,7 @@ def report_manifest_json(wildcards):
         "seeds": SEEDS,
         "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
         "scorecard": f"{RESULTS}/tables/scorecard.csv",
-        "claim_groups": claim_groups(),
+        "claim_groups": list(claim_groups().items()),  # a list: the manifest's keys are sorted
         "failure_modes": aggregated_table("failure_modes", summary=True),
         "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),

@@ -111,9 +111,10 @@ report_section(
          "scores of any head over training, with their chance levels: mean over seeds, band "
          "min–max."},
         {"path": model_file("figures/dynamics/head_scores.png"), "dir": model_file("figures/dynamics"),
+         "appendix": True,
          "caption": "Per-head scores over training, with chance levels (first seed)."},
         {"path": model_file("figures/dynamics/per_position_loss.png"),
-         "dir": model_file("figures/dynamics"),
+         "dir": model_file("figures/dynamics"), "appendix": True,
          "caption": "Per-position validation loss over training (first seed)."},
     ],
 )

@@ -40,6 +40,13 @@ LABELS = {
     "prefix_matching": "prefix matching",
     "copying": "copying score (z-score)",
     "roles": "roles",
+    # completions
+    "prompt": "prompt",
+    "completion": "greedy completion",
+    "expected": "correct completion",
+    "write_up_completion": "write-up's completion",
+    "accuracy": "accuracy (share of letters right)",
+    "in_distribution": "in distribution",
     # failure modes
     "pattern": "repetition pattern",
     "n_distinct": "distinct letters",
@@ -52,6 +59,48 @@ LABELS = {
     "max": "max",
     "n": "n",
 }
+
+# name prefix of a head-agnostic ablation (its layer follows as _L{l}) -> words
+ABLATION_WORDS = {
+    "qk_from_embedding": "layer {l}: Q and K from the embedding",
+    "plus_k": "layer {l}: + K from the residual (K-comp.)",
+    "plus_q": "layer {l}: + Q from the residual (Q-comp.)",
+    "qk_full": "layer {l}: Q and K from the residual (= model)",
+    "values_from_embedding": "layer {l}: V from the embedding (no V-comp.)",
+    "smear_off": "layer {l}: smear off (raw keys)",
+}
+
+
+def ablation_words(name: str) -> str:
+    """An ablation's name in words: ``plus_k_L1`` -> "layer 1: + K from the residual (K-comp.)"."""
+    if name == "baseline":
+        return "none (the model as trained)"
+    prefix, _, layer = name.rpartition("_L")
+    if prefix in ABLATION_WORDS and layer.isdigit():
+        return ABLATION_WORDS[prefix].format(l=layer)
+    return name.replace("_", " ")
+
+
+# an ablation kind -> what it does to one head
+KIND_WORDS = {
+    "zero_heads": "head zeroed",
+    "mean_heads": "head replaced by its mean",
+    "zero_heads_frozen_patterns": "head zeroed, patterns frozen",
+    "remove_head_from_keys": "head taken out of the keys",
+    "remove_head_from_queries": "head taken out of the queries",
+}
+
+
+def value_label(column: str, value) -> str:
+    """How a name in a table cell reads: metrics and ablations in words."""
+    if column == "metric":
+        return label(value)
+    if column == "kind":
+        return KIND_WORDS.get(str(value), str(value).replace("_", " "))
+    if column == "ablation":
+        return ablation_words(str(value))
+    return str(value)
+
 
 _RANDOM = re.compile(r"^random(_distinct)?_len(\d+)_(\w+)$")
 _RANDOM_WHAT = {"acc_mean": "greedy accuracy", "exact": "share completed exactly",

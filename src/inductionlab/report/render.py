@@ -82,8 +82,13 @@ def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: 
     or in the appendix, numbered; a figure already shown (``shown``: path -> number, the
     summary's key figures) is referred to by its number instead of drawn again."""
     shown = shown or {}
-    tables = [t for t in items.get("tables", []) if bool(t.get("appendix")) == appendix]
-    figures = [f for f in items.get("figures", []) if bool(f.get("appendix")) == appendix]
+
+    def in_appendix(spec) -> bool:  # appendix: True, or a list of the variants it applies to
+        where = spec.get("appendix", False)
+        return where is True or (isinstance(where, list) and variant in where)
+
+    tables = [t for t in items.get("tables", []) if in_appendix(t) == appendix]
+    figures = [f for f in items.get("figures", []) if in_appendix(f) == appendix]
     return {
         "tables": [{**spec, "number": numbers.next("table"), "html": T.render_table(spec, variant)}
                    for spec in tables],
@@ -131,7 +136,8 @@ def build_html(manifest: dict) -> str:
                                 ("range", ""), ("reason", ""), ("reference", ""), ("quote", "")):
             if column not in scorecard:
                 scorecard[column] = default
-    groups = manifest.get("claim_groups", {})
+    groups = dict(manifest.get("claim_groups", []))  # [[key, title], ...] in the file's order
+    headline_number = numbers.next("table")
     keys = key_figures(manifest, numbers)
     shown = {f["path"]: f["number"] for f in keys.values()}
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
@@ -170,7 +176,7 @@ def build_html(manifest: dict) -> str:
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
         date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        css=(HERE / "report.css").read_text(), numbers=numbers,
+        css=(HERE / "report.css").read_text(), headline_number=headline_number,
     )
 
 

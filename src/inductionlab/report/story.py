@@ -82,10 +82,10 @@ def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict 
         return "–"
     r = rows.iloc[0]
     places = decimals(float(r["mean"]))
-    if r["n"] <= 1 or pd.isna(r["std"]):
-        return fmt_at(float(r["mean"]), places)
-    return (f"{fmt_at(float(r['mean']), places)} [{fmt_at(float(r['min']), places)}–"
-            f"{fmt_at(float(r['max']), places)}]")
+    mean, lo, hi = (fmt_at(float(r[c]), places) for c in ("mean", "min", "max"))
+    if r["n"] <= 1 or pd.isna(r["std"]) or lo == hi:
+        return mean
+    return f"{mean} [{lo}–{hi}]"
 
 
 def highlight_text(spec: dict) -> str:

@@ -6,7 +6,9 @@ import math
 
 import pandas as pd
 
-from .labels import label
+from .labels import label, value_label
+
+LABELLED_VALUES = {"metric", "kind", "ablation"}  # cells whose names read in words
 
 
 def select(frame: pd.DataFrame, where: dict | None = None, variant: str | None = None) -> pd.DataFrame:
@@ -64,7 +66,10 @@ def spread_cell(row) -> str:
     std = float(row["std"])
     places = decimals(mean) if mean != 0 else decimals(std)
     places = max(places, 0)
-    return (f"{fmt_at(mean, places)}&nbsp;±&nbsp;{fmt_at(std, places)} "
+    spread = fmt_at(std, places)
+    if std > 0 and float(spread) == 0:  # a spread below the last digit: one significant digit
+        spread = fmt_at(std, decimals(std, 1))
+    return (f"{fmt_at(mean, places)}&nbsp;±&nbsp;{spread} "
             f"<span class='range'>[{fmt_at(float(row['min']), places)},&nbsp;"
             f"{fmt_at(float(row['max']), places)}]</span>")
 
@@ -135,10 +140,10 @@ def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True)
         for col, value in zip(frame.columns, row):
             if col in raw_columns:
                 text = value if isinstance(value, str) else "–"
-            elif col in PLACEHOLDER_COLUMNS and not isinstance(value, str) and value == -1:
-                text = "–"
-            elif col == "metric" and labelled:
-                text = html.escape(label(value))
+            elif col in PLACEHOLDER_COLUMNS and not isinstance(value, str):
+                text = "–" if pd.isna(value) or value == -1 else str(int(value))
+            elif col in LABELLED_VALUES and labelled and isinstance(value, str):
+                text = html.escape(value_label(col, value))
             else:
                 text = fmt(value.item() if hasattr(value, "item") else value)
             cells.append(f"<td>{text}</td>")
