@@ -54,9 +54,14 @@ report_section(
          "caption": "The write-up's composition table and the composition and smear ablations: "
          "mean ± std [min, max] over seeds (reference values, one seed, not printed in the write-up's text: 3.124, 2.518, 2.618, 1.391; baseline 1.384).",
          "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off"]},
-         "spread": {"index": ["ablation"],
-                    "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc"]
-                    + ABLATION_SCORE_METRICS},
+         "spread": {"index": ["ablation"], "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc"]},
+         "dedupe": True},
+        {"path": aggregated_table("ablations", summary=True),
+         "caption": "The same ablations: attention of every later layer on the target's earlier "
+         "copies (induction) and on its copy in the first block, mean and best head, beside the "
+         "chance level; mean ± std [min, max] over seeds.",
+         "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off"]},
+         "spread": {"index": ["ablation"], "metrics": ABLATION_SCORE_METRICS},
          "dedupe": True},
         {"path": aggregated_table("ablations"),
          "caption": "One earlier head taken out of a later layer's keys or queries, heads aligned "

@@ -65,7 +65,8 @@ def spread_cell(row) -> str:
         return fmt(mean)
     std = float(row["std"])
     places = decimals(mean) if mean != 0 else decimals(std)
-    places = max(places, 0)
+    if fmt_at(float(row["min"]), places) == fmt_at(float(row["max"]), places):
+        return fmt_at(mean, places)  # the same in every seed, to the digits shown
     spread = fmt_at(std, places)
     if std > 0 and float(spread) == 0:  # a spread below the last digit: one significant digit
         spread = fmt_at(std, decimals(std, 1))
