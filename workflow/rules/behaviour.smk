@@ -101,7 +101,7 @@ report_section(
     "empirical copying score. Every attention score has a chance level, the score of uniform "
     "causal attention on the same queries and keys (first table). A head has a role only when its "
     "score is at least {times}× its chance level and at least chance + {above}. Figures: the first "
-    "seed.".format(w=config["behaviour"]["roles"]["local_window"],
+    "seed; every seed's mean patterns are the summary's key figure.".format(w=config["behaviour"]["roles"]["local_window"],
                    times=config["behaviour"]["roles"]["times_chance"],
                    above=config["behaviour"]["roles"]["above_chance"]),
     tables=[

@@ -47,6 +47,10 @@ LABELS = {
     "write_up_completion": "write-up's completion",
     "accuracy": "accuracy (share of letters right)",
     "in_distribution": "in distribution",
+    # phase change
+    "steepest_drop_loss_pred": "steepest drop of the predictable-target loss",
+    "induction_rise": "induction rise (best head halfway from chance)",
+    "note": "note",
     # failure modes
     "pattern": "repetition pattern",
     "n_distinct": "distinct letters",
