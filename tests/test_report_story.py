@@ -77,3 +77,18 @@ def test_duplicated_rows_are_left_out_with_a_note(tmp_path):
 ])
 def test_labels(name, text):
     assert label(name) == text
+
+
+def test_a_figure_prints_at_the_size_it_was_drawn_for(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from inductionlab.plots import STYLE, save
+    from inductionlab.report.render import figure_item
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(3.0, 2.0))
+        ax.plot([0, 1])
+    save(fig, tmp_path / "f.png")  # bbox tight: a little narrower than 3 in
+    item = figure_item({"path": str(tmp_path / "f.png"), "caption": "c"}, 7)
+    assert item["number"] == 7 and item["uri"].startswith("data:image/png;base64,")
+    assert 2.0 < item["width_in"] <= 3.1

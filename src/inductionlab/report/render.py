@@ -26,6 +26,17 @@ HERE = Path(__file__).parent
 STUDY = "_study"
 
 
+def figure_item(fig: dict, number: int) -> dict:
+    """A figure spec ready to show: its number, the PNG as a data URI and its width in
+    inches from the dpi stored in the PNG, so that it prints at the size it was drawn
+    for (its fonts at their point sizes)."""
+    from ..plots import png_size
+
+    width, _, dpi = png_size(fig["path"])
+    return {**fig, "number": number, "uri": data_uri(fig["path"]),
+            "width_in": round(width, 3) if dpi else None}
+
+
 def data_uri(path) -> str:
     """A PNG file as a data: URI, so the HTML has no external references."""
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
@@ -93,7 +104,7 @@ def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: 
         "tables": [{**spec, "number": numbers.next("table"), "html": T.render_table(spec, variant)}
                    for spec in tables],
         "figures": [{**fig, "number": shown[fig["path"]], "shown": True} if fig["path"] in shown
-                    else {**fig, "number": numbers.next("figure"), "uri": data_uri(fig["path"])}
+                    else figure_item(fig, numbers.next("figure"))
                     for fig in figures],
     }
 
@@ -119,7 +130,7 @@ def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
         for s in sorted(manifest["sections"], key=lambda s: (s.get("order", 50), s["name"])):
             figs = [f for f in s["items"].get(v, {}).get("figures", []) if f.get("key")]
             if figs and v not in out:
-                out[v] = {**figs[0], "number": numbers.next("figure"), "uri": data_uri(figs[0]["path"])}
+                out[v] = figure_item(figs[0], numbers.next("figure"))
     return out
 
 
