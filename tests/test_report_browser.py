@@ -18,24 +18,16 @@ from pathlib import Path
 import pytest
 
 from browser import BrowserUnavailable, Chromium
+from services import started
 from inductionlab.report.render import build_html
 from test_report_render import _png, manifest  # noqa: F401  (manifest is a fixture)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium = Chromium()
-    try:
-        chromium.start()
-    except BrowserUnavailable as err:
-        if os.environ.get("INDUCTIONLAB_REQUIRE_BROWSER"):
-            pytest.fail(f"INDUCTIONLAB_REQUIRE_BROWSER is set but headless Chromium did not "
-                        f"start: {err}")
-        pytest.skip(f"no headless Chromium: {err}")
-    try:
+    with started(Chromium(), BrowserUnavailable, "INDUCTIONLAB_REQUIRE_BROWSER",
+                 "headless Chromium") as chromium:
         yield chromium
-    finally:
-        chromium.stop()
 
 
 def test_rendered_report_in_browser(manifest, browser, tmp_path):

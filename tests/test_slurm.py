@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, TINY_CONFIG, snakemake_command
+from services import started
 from slurm_cluster import ClusterUnavailable, LocalCluster
 
 VARIANT = "two_layer"  # two layers: the composition tables and ablations have work to do
@@ -35,18 +36,9 @@ RUN_TIMEOUT_S = 900  # the run takes a few minutes on two cores; this bounds a h
 
 @pytest.fixture(scope="module")
 def slurm_cluster(tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("slurm_cluster"))
-    try:
-        cluster.start()
-    except ClusterUnavailable as err:
-        if os.environ.get("INDUCTIONLAB_REQUIRE_SLURM"):
-            pytest.fail(f"INDUCTIONLAB_REQUIRE_SLURM is set but the local SLURM cluster "
-                        f"did not start: {err}")
-        pytest.skip(f"no local SLURM cluster: {err}")
-    try:
+    with started(LocalCluster(tmp_path_factory.mktemp("slurm_cluster")), ClusterUnavailable,
+                 "INDUCTIONLAB_REQUIRE_SLURM", "local SLURM cluster") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def run_bounded(command, cwd, env, timeout, log):
