@@ -389,3 +389,25 @@ def test_title_page_lists_the_training_devices_and_torch_versions(tmp_path):
     assert training_environment(log) == {"Training device": "cpu, cuda:0 (GPU X)",
                                          "Training torch": "2.13.0"}
     assert training_environment(tmp_path / "missing.csv") == {}
+
+
+def test_appendix_items_and_the_key_figure(manifest):
+    training = {s["name"]: s for s in manifest["sections"]}["training"]["items"]
+    one = training["one_layer"]
+    one["figures"][0]["key"] = True
+    one["tables"][0]["appendix"] = True
+    one["figures"].append({**one["figures"][0], "key": False, "appendix": ["two_layer"],
+                           "caption": "Only two_layer's copy goes to the appendix."})
+    html = build_html(manifest)
+    summary = html[html.index('<section id="summary"'):html.index('<section id="scorecard"')]
+    chapter = _chapter(html, "one_layer")
+    appendix = html[html.index('<section id="appendix-one_layer"'):html.index('<section id="methods"')]
+    # the key figure is drawn in the summary as Figure 1 and only referred to in the chapter
+    assert 'id="figure-1"' in summary and "one_layer: Training curve of one_layer." in summary
+    assert 'See <a href="#figure-1">Figure 1</a> in the summary.' in chapter
+    # the table flagged appendix is in the appendix only; a list of variants keeps the
+    # figure in the body of every other model
+    assert "Final metrics (one_layer)." in appendix and "Final metrics (one_layer)." not in chapter
+    assert "Only two_layer&#39;s copy goes to the appendix." in chapter
+    assert "Appendix A: per-seed detail of one_layer" in html
+    assert 'id="appendix-two_layer"' not in html  # nothing of two_layer is flagged

@@ -20,7 +20,6 @@ import yaml
 
 from ..atomic import atomic_path, write_text
 from . import tables as T
-from .labels import label
 
 HERE = Path(__file__).parent
 STUDY = "_study"
@@ -71,8 +70,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(render_table=T.render_table, mark_completion=T.mark_completion,
                        fmt=T.fmt, data_uri=data_uri, read_csv=pd.read_csv, select=T.select,
-                       spread_table=T.spread_table, to_html=T.to_html,
-                       label=label)
+                       spread_table=T.spread_table, to_html=T.to_html)
     return env
 
 

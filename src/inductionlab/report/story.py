@@ -5,9 +5,11 @@ ranges, a summary table's mean and range); nothing is typed in by hand.
 """
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
-from .tables import fmt_at, decimals
+from .tables import decimals, fmt_at, select
 
 ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED = (
     "replicates in every seed", "depends on the seed", "does not replicate", "could not be measured")
@@ -75,9 +77,7 @@ def story(card: pd.DataFrame, variants: list[str], groups: dict[str, str] | None
 
 def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict | None = None) -> str:
     """'mean [min–max]' of one metric of a summary table (three significant digits)."""
-    rows = summary[(summary["variant"] == variant) & (summary["metric"] == metric)]
-    for column, wanted in (where or {}).items():
-        rows = rows[rows[column] == wanted]
+    rows = select(summary, {"metric": metric, **(where or {})}, variant)
     if rows.empty or pd.isna(rows.iloc[0]["mean"]):
         return "–"
     r = rows.iloc[0]
@@ -91,8 +91,6 @@ def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict 
 def highlight_text(spec: dict) -> str:
     """A registered finding "beyond the write-up": ``text`` with every ``{variant:metric}``
     replaced by that metric's mean [min–max] in the summary table at ``path``."""
-    import re
-
     summary = pd.read_csv(spec["path"])
     return re.sub(r"\{([\w.-]+):([\w.-]+)\}",
                   lambda m: summary_value(summary, m.group(1), m.group(2)), spec["text"])
