@@ -602,3 +602,16 @@ def test_shipped_claims_load_and_name_known_tables():
         if reduce == "count_below":
             assert "below" in metric, c["id"]
         assert c["threshold"] == "role" or isinstance(c["threshold"], (int, float)), c["id"]
+
+
+def test_every_quote_is_verbatim_in_the_write_up():
+    root = Path(__file__).resolve().parents[1]
+    seeds = root.parent / "shared" / "seeds"
+    write_ups = sorted(seeds.glob("000_*.txt")) if seeds.is_dir() else []
+    if not write_ups:
+        pytest.skip(f"the write-up is not at {seeds}")
+    text = " ".join(write_ups[0].read_text().split())
+    claims = load_claims(root / "workflow" / "claims.yaml")
+    quoted = [c for c in claims if c["source"] == "write-up"]
+    assert len(quoted) >= 20
+    assert [c["id"] for c in quoted if " ".join(c["quote"].split()) not in text] == []

@@ -24,6 +24,8 @@ def test_outcomes_and_tally():
     assert S.tally(card) == {S.ROBUST: 1, S.SEED_DEPENDENT: 2, S.NOT_REPLICATED: 1, S.NOT_MEASURED: 1}
     assert S.evidence(card.iloc[3]) == "no head has the induction role"
     assert S.evidence(card.iloc[0]) == "0.6 to 0.9 (test ≥ 0.5); holds in 5 of 5 seeds"
+    attention = pd.Series(card_row("f", 5, 5, chance="0.127"))  # an attention score: its chance level
+    assert S.evidence(attention) == "0.6 to 0.9 (test ≥ 0.5, chance 0.127); holds in 5 of 5 seeds"
 
 
 def test_story_groups_follow_the_claims_file_and_quotes_only_the_write_up():

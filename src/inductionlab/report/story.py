@@ -47,7 +47,8 @@ def evidence(row) -> str:
     kind = outcome(row)
     if kind == NOT_MEASURED:
         return str(row.get("reason") or row.get("notes") or "no value")
-    text = f"{row['range']} (test {row['test']})" if row.get("range") else row["test"]
+    test = f"test {row['test']}" + (f", chance {row['chance']}" if row.get("chance") else "")
+    text = f"{row['range']} ({test})" if row.get("range") else test
     return f"{text}; holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
 
 
