@@ -44,7 +44,7 @@ def test_same_seed_same_weights_different_seed_different(tmp_path):
 def test_non_finite_loss_stops_with_a_clear_error(tmp_path):
     spec = tiny_spec(steps=50)
     spec["train"]["lr"] = 1e30
-    with pytest.raises(TrainingDiverged, match="training loss is (nan|inf)"):
+    with pytest.raises(TrainingDiverged, match="first non-finite at step"):
         train(spec, tmp_path)
     assert not (tmp_path / "model.pt").exists()
     assert not (tmp_path / "checkpoints").exists()

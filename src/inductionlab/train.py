@@ -1,9 +1,13 @@
 """Training loop: AdamW on fresh batches, periodic validation, checkpoints."""
 from __future__ import annotations
 
-import contextlib
 import copy
+import hashlib
+import json
 import math
+import os
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,6 +20,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from . import atomic
 from .data import sample_sequences, validation_set
+from .loading import non_finite
 from .metrics import evaluate, mean_loss, per_token_loss
 from .model import AttentionOnlyTransformer, build_model
 from .seeding import generator
@@ -79,11 +84,111 @@ def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
     return loss.detach()
 
 
-class _SeedRun:
-    """Bookkeeping of one model's training: checkpoints, validation log, final files."""
+def resume_key(spec: dict, mode: str) -> str:
+    """A short hash of what a run's numbers depend on: the spec, how it is trained, torch.
 
-    def __init__(self, spec: dict, out_dir, ckpt_dir: Path, val: torch.Tensor, log):
-        self.spec, self.out_dir, self.ckpt_dir, self.val, self.log = spec, Path(out_dir), ckpt_dir, val, log
+    Resume state is kept under this key, so a changed spec never resumes from it.
+    """
+    text = json.dumps({"spec": spec, "mode": mode, "torch": str(torch.__version__)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_STATE = re.compile(r"^state-step(\d+)\.pt$")
+
+
+class ResumeState:
+    """One model's training in progress, in ``{out_dir}/.partial-{key}/``.
+
+    Holds ``checkpoints/`` as they are written and ``state-step{N}.pt`` files (model,
+    AdamW moments, batch-generator state, step, log rows so far), each written
+    atomically. It is not a declared output, so it survives Snakemake deleting the
+    outputs of a killed job; a changed spec has another key; it is removed once the
+    model is published.
+    """
+
+    def __init__(self, out_dir, key: str):
+        self.out_dir = Path(out_dir)
+        self.dir = self.out_dir / f".partial-{key}"
+        self.ckpt_dir = self.dir / "checkpoints"
+
+    def prepare(self) -> list[str]:
+        """Remove what killed or changed runs left behind; returns what was removed."""
+        removed = []
+        stale = [p for p in self.out_dir.glob(".tmp-*")]
+        stale += [p for p in self.out_dir.glob(".partial-*") if p != self.dir]
+        stale += list(self.dir.glob(".tmp-*")) + list(self.ckpt_dir.glob(".tmp-*"))
+        for path in stale:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            removed.append(str(path))
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        return removed
+
+    def steps(self) -> list[int]:
+        """Steps with a complete saved state, ascending."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := _STATE.match(p.name)))
+
+    def path(self, step: int) -> Path:
+        return self.dir / f"state-step{step:06d}.pt"
+
+    def save(self, step: int, state: dict) -> None:
+        with atomic.atomic_path(self.path(step)) as tmp:
+            torch.save({"step": step, **state}, tmp)
+
+    def load(self, step: int) -> dict:
+        return torch.load(self.path(step), map_location="cpu", weights_only=True)
+
+    def keep_from(self, step: int) -> None:
+        """Delete saved states older than ``step``."""
+        for s in self.steps():
+            if s < step:
+                self.path(s).unlink()
+
+    def publish_checkpoints(self) -> None:
+        """``checkpoints/`` into place as hard links (copies where links fail); the state stays."""
+        with atomic.atomic_dir(self.out_dir / "checkpoints") as tmp:
+            for src in sorted(self.ckpt_dir.glob("step*.pt")):
+                try:
+                    os.link(src, tmp / src.name)
+                except OSError:
+                    shutil.copy2(src, tmp / src.name)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def adam_moments(opt: torch.optim.Optimizer, named_params, index: int | None = None) -> dict:
+    """AdamW's state of every parameter by name (member ``index`` of stacked parameters)."""
+    out = {}
+    for name, param in named_params:
+        state = opt.state.get(param)
+        if state:
+            out[name] = {k: (v if k == "step" or index is None else v[index]).detach().cpu().clone()
+                         for k, v in state.items()}
+    return out
+
+
+def restore_adam(opt: torch.optim.Optimizer, named_params, moments: list[dict]) -> None:
+    """Set AdamW's state from :func:`adam_moments` of one model, or of each stacked member."""
+    for name, param in named_params:
+        parts = [m[name] for m in moments if name in m]
+        if not parts:
+            continue
+        state = {"step": parts[0]["step"].clone()}
+        for key in parts[0]:
+            if key != "step":
+                value = parts[0][key] if len(moments) == 1 and param.dim() == parts[0][key].dim() \
+                    else torch.stack([p[key] for p in parts])
+                state[key] = value.to(param.device, param.dtype).clone()
+        opt.state[param] = state
+
+
+class _SeedRun:
+    """Bookkeeping of one model's training: checkpoints, validation log, resume state, final files."""
+
+    def __init__(self, spec: dict, out_dir, val: torch.Tensor, log, mode: str):
+        self.spec, self.out_dir, self.val, self.log = spec, Path(out_dir), val, log
         tcfg = spec["train"]
         self.steps = int(tcfg["steps"])
         self.task = task_config(spec)
@@ -91,21 +196,32 @@ class _SeedRun:
         self.to_eval = set(eval_steps(self.steps, tcfg["eval_every"]))
         self.to_save = set(checkpoint_steps(self.steps, tcfg["n_checkpoints"]))
         self.rows: list[dict] = []
+        self.resume = ResumeState(out_dir, resume_key(spec, mode))
+        for path in self.resume.prepare():
+            log(f"[{self.name}] removed {path}, left by a killed or changed run")
+
+    def due(self, step: int) -> bool:
+        return step in self.to_save or step in self.to_eval
+
+    def check_finite(self, first_bad: torch.Tensor) -> None:
+        """Stop if any training loss so far was non-finite (one host sync, at due steps only)."""
+        bad = int(first_bad)
+        if bad >= 0:
+            self.resume.remove()
+            raise TrainingDiverged(
+                f"[{self.name}] the training loss was first non-finite at step {bad} "
+                f"(lr={self.spec['train']['lr']}, weight_decay={self.spec['train']['weight_decay']}); "
+                "nothing was published. Lower train.lr or check the variant's spec."
+            )
 
     def at_step(self, step: int, model, train_loss: torch.Tensor | None, elapsed: float) -> None:
         """Checkpoint and validate ``model`` as due at ``step`` (before that step's update)."""
         if step in self.to_save:
-            torch.save({"step": step, "state_dict": model.state_dict()},
-                       self.ckpt_dir / f"step{step:06d}.pt")
+            with atomic.atomic_path(self.resume.ckpt_dir / f"step{step:06d}.pt") as tmp:
+                torch.save({"step": step, "state_dict": model.state_dict()}, tmp)
         if step not in self.to_eval:
             return
         loss = float("nan") if train_loss is None else train_loss.item()
-        if train_loss is not None and not math.isfinite(loss):
-            raise TrainingDiverged(
-                f"[{self.name}] training loss is {loss} at step {step} or earlier "
-                f"(lr={self.spec['train']['lr']}, weight_decay={self.spec['train']['weight_decay']}); "
-                "stopping. Lower train.lr or check the variant's spec."
-            )
         was_training = model.training
         model.eval()
         metrics = evaluate(model, self.val, self.task)
@@ -116,10 +232,43 @@ class _SeedRun:
                  f"val all {metrics['loss_all']:.4f}  pred {metrics['loss_pred']:.4f}  "
                  f"acc {metrics['acc_pred']:.3f}  {elapsed:6.1f}s  eta {eta:6.1f}s")
 
+    def save_state(self, step: int, model, moments: dict, batch_gen, elapsed: float) -> None:
+        self.resume.save(step, {"model": model.state_dict(), "adam": moments,
+                                "batch_rng": batch_gen.get_state(), "rows": self.rows,
+                                "elapsed": elapsed})
+
+    def restore(self, step: int) -> dict:
+        """The saved state at ``step``; its log rows become this run's."""
+        state = self.resume.load(step)
+        self.rows = list(state["rows"])
+        self.log(f"[{self.name}] resumed from step {step} of {self.steps} "
+                 f"(state in {self.resume.dir})")
+        return state
+
     def finish(self, model) -> dict:
+        """Publish checkpoints, log and model (last: it means the run finished), if all finite."""
+        bad = non_finite(model.state_dict())
+        final_val = self.rows[-1]["val_loss_all"]
+        if bad or not math.isfinite(final_val):
+            self.resume.remove()
+            raise TrainingDiverged(
+                f"[{self.name}] the final " + (f"weights {', '.join(bad)} are" if bad else
+                                               f"validation loss is {final_val} and is")
+                + f" not finite although every training loss was (lr={self.spec['train']['lr']}); "
+                "nothing was published. Lower train.lr.")
+        self.resume.publish_checkpoints()
         atomic.write_csv(self.out_dir / "train_log.csv", pd.DataFrame(self.rows))
-        save_model(self.out_dir / "model.pt", model, self.spec)  # last: it means the run finished
+        save_model(self.out_dir / "model.pt", model, self.spec)
+        self.resume.remove()
         return self.rows[-1]
+
+
+def first_non_finite(first_bad: torch.Tensor, loss: torch.Tensor, step: int) -> torch.Tensor:
+    """``first_bad`` (-1: none yet), set to ``step`` where ``loss`` is the first non-finite one.
+
+    Works element-wise for stacked losses; stays on the loss's device (no host sync).
+    """
+    return torch.where((first_bad < 0) & ~torch.isfinite(loss), step, first_bad)
 
 
 def _setup(spec: dict, threads: int, log):
@@ -191,17 +340,33 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
     log(f"[{spec['variant']} seed {seed}] {model.n_params()} parameters, {tcfg['steps']} steps, "
         f"batch {tcfg['batch_size']}, device {device}, {torch.get_num_threads()} thread(s)"
         f"{', compiled' if compiled else ''}")
-    start, train_loss = time.perf_counter(), None
-    with atomic.atomic_dir(Path(out_dir) / "checkpoints") as ckpt_dir:
-        run = _SeedRun(spec, out_dir, ckpt_dir, val, log)
-        for step in range(run.steps + 1):
-            run.at_step(step, model, train_loss, time.perf_counter() - start)
-            if step == run.steps:
-                break
-            tokens = sample_sequences(tcfg["batch_size"], task, batch_gen).to(device)
-            train_loss = train_step(loss_fn(tokens), opt)
+    run = _SeedRun(spec, out_dir, val, log, mode="single")
+    first, elapsed0 = 0, 0.0
+    saved = run.resume.steps()
+    if saved:
+        first = saved[-1]
+        state = run.restore(first)
+        model.load_state_dict(state["model"])
+        restore_adam(opt, model.named_parameters(), [state["adam"]])
+        batch_gen.set_state(state["batch_rng"])
+        elapsed0 = state["elapsed"]
+    start, train_loss = time.perf_counter() - elapsed0, None
+    first_bad = torch.full((), -1, dtype=torch.long, device=device)
+    for step in range(first, run.steps + 1):
+        if run.due(step) and not (saved and step == first):
+            run.check_finite(first_bad)
+            elapsed = time.perf_counter() - start
+            run.at_step(step, model, train_loss, elapsed)
+            run.save_state(step, model, adam_moments(opt, model.named_parameters()), batch_gen, elapsed)
+            run.resume.keep_from(step)
+        if step == run.steps:
+            break
+        tokens = sample_sequences(tcfg["batch_size"], task, batch_gen).to(device)
+        train_loss = train_step(loss_fn(tokens), opt)
+        first_bad = first_non_finite(first_bad, train_loss, step)
     last = run.finish(model)
-    log(f"[{run.name}] done in {time.perf_counter() - start:.1f}s")
+    log(f"[{run.name}] done in {time.perf_counter() - start:.1f}s"
+        + (f" (resumed at step {first})" if saved else ""))
     return last
 
 
@@ -226,6 +391,10 @@ class StackedModels(nn.Module):
         template.attention_form = "explicit"
         self._template = (template,)  # a weightless module, not a submodule
         self.k = len(models)
+
+    def named_weights(self):
+        """``(name, stacked parameter)`` with the plain model's parameter names."""
+        return [(k.replace("/", "."), v) for k, v in self.weights.items()]
 
     def _state(self) -> tuple[dict, dict]:
         params = {k.replace("/", "."): v for k, v in self.weights.items()}
@@ -269,29 +438,49 @@ def train_stacked(specs: list[dict], out_dirs: list, threads: int = 1, log=None)
     log, device, val = _setup(specs[0], threads, log)
     tcfg, task = specs[0]["train"], task_config(specs[0])
     seeds = [int(s["seed"]) for s in specs]
-    stack = StackedModels([build_model(model_config(specs[0]), s) for s in seeds]).to(device)
+    mode = f"stacked {seeds}"
+    runs = [_SeedRun(spec, out, val, log, mode=mode) for spec, out in zip(specs, out_dirs)]
+    # Every member saves its state at the same steps and deletes older ones only after
+    # all have saved, so the newest step saved by all of them is always complete.
+    common = sorted(set.intersection(*(set(run.resume.steps()) for run in runs)))
+    first = common[-1] if common else 0
+    states = [run.restore(first) for run in runs] if common else None
+    members = [build_model(model_config(specs[0]), s) for s in seeds]
+    for model, state in zip(members, states or []):
+        model.load_state_dict(state["model"])
+    stack = StackedModels(members).to(device)
     opt = torch.optim.AdamW(stack.parameters(), lr=tcfg["lr"], weight_decay=tcfg["weight_decay"])
     gens = [generator(s, "train-batches") for s in seeds]
+    if states:
+        restore_adam(opt, stack.named_weights(), [st["adam"] for st in states])
+        for gen, state in zip(gens, states):
+            gen.set_state(state["batch_rng"])
     log(f"[{specs[0]['variant']} seeds {seeds}] stacked, {tcfg['steps']} steps, batch "
         f"{tcfg['batch_size']} per seed, device {device}, {torch.get_num_threads()} thread(s)")
-    start, losses = time.perf_counter(), None
-    with contextlib.ExitStack() as exits:
-        runs = [_SeedRun(spec, out, exits.enter_context(atomic.atomic_dir(Path(out) / "checkpoints")), val, log)
-                for spec, out in zip(specs, out_dirs)]
-        for step in range(runs[0].steps + 1):
-            due = step in runs[0].to_save or step in runs[0].to_eval
+    start = time.perf_counter() - (states[0]["elapsed"] if states else 0.0)
+    losses = None
+    first_bad = torch.full((len(seeds),), -1, dtype=torch.long, device=device)
+    for step in range(first, runs[0].steps + 1):
+        if runs[0].due(step) and not (states and step == first):
+            elapsed = time.perf_counter() - start
             for i, run in enumerate(runs):
-                if due:
-                    run.at_step(step, stack.member(i), None if losses is None else losses[i],
-                                time.perf_counter() - start)
-            if step == runs[0].steps:
-                break
-            tokens = torch.stack([sample_sequences(tcfg["batch_size"], task, g) for g in gens]).to(device)
-            per_seed = per_seed_loss(stack(tokens), tokens)
-            train_step(per_seed.sum(), opt)
-            losses = per_seed.detach()
+                run.check_finite(first_bad[i])
+                member = stack.member(i)
+                run.at_step(step, member, None if losses is None else losses[i], elapsed)
+                run.save_state(step, member, adam_moments(opt, stack.named_weights(), i),
+                               gens[i], elapsed)
+            for run in runs:
+                run.resume.keep_from(step)
+        if step == runs[0].steps:
+            break
+        tokens = torch.stack([sample_sequences(tcfg["batch_size"], task, g) for g in gens]).to(device)
+        per_seed = per_seed_loss(stack(tokens), tokens)
+        train_step(per_seed.sum(), opt)
+        losses = per_seed.detach()
+        first_bad = first_non_finite(first_bad, losses, step)
     rows = [run.finish(stack.member(i)) for i, run in enumerate(runs)]
-    log(f"[{specs[0]['variant']} seeds {seeds}] done in {time.perf_counter() - start:.1f}s")
+    log(f"[{specs[0]['variant']} seeds {seeds}] done in {time.perf_counter() - start:.1f}s"
+        + (f" (resumed at step {first})" if states else ""))
     return rows
 
 
@@ -304,10 +493,7 @@ def save_model(path, model, spec: dict) -> None:
 
 
 def load_model(path, device: str | torch.device = "cpu"):
-    """Rebuild a trained model from ``model.pt`` (or a checkpoint plus its ``model.pt``)."""
-    from .model import ModelConfig
+    """Rebuild a trained model from ``model.pt``; see :func:`inductionlab.loading.load_model`."""
+    from .loading import load_model as load
 
-    payload = torch.load(path, map_location=device, weights_only=True)
-    model = AttentionOnlyTransformer(ModelConfig.from_dict(payload["model_config"]))
-    model.load_state_dict(payload["state_dict"])
-    return model.to(device).eval(), payload["spec"]
+    return load(path, device)

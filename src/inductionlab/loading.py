@@ -1,0 +1,152 @@
+"""Reading the project's files: models, checkpoints, weights, tables, settings.
+
+Every reader checks what it reads and raises :class:`BadInput` naming the file and
+what is wrong with it (missing, a directory, empty, truncated, of another kind, a
+checkpoint where a model is expected, non-finite weights), so that a command given a
+bad file says so in one line instead of a traceback.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import zipfile
+from pathlib import Path
+
+REBUILD = "if the workflow wrote it, delete it and rerun snakemake to rebuild it"
+
+
+class BadInput(ValueError):
+    """An input file is missing, damaged or of the wrong kind; the message names it."""
+
+    def __init__(self, path, problem: str, hint: str | None = REBUILD):
+        self.path, self.problem = Path(path), problem
+        super().__init__(f"{path}: {problem}" + (f" ({hint})" if hint else ""))
+
+
+def check_file(path, kind: str) -> Path:
+    """``path`` as a Path, if it is a non-empty regular file; else :class:`BadInput`."""
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(path, f"no such file (expected {kind})", hint=None)
+    if path.is_dir():
+        raise BadInput(path, f"is a directory, not {kind}", hint=None)
+    if path.stat().st_size == 0:
+        raise BadInput(path, f"is empty (expected {kind})")
+    return path
+
+
+# Raised by torch.load / np.load / json on a truncated or foreign file.
+_DAMAGED = (EOFError, OSError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile,
+            ValueError, KeyError, UnicodeDecodeError)
+
+
+def _torch_payload(path, kind: str) -> dict:
+    import torch
+
+    path = check_file(path, kind)
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except _DAMAGED as err:
+        raise BadInput(path, f"cannot be read as {kind}, it is truncated or not a torch file "
+                       f"({type(err).__name__})") from None
+    if not isinstance(payload, dict) or "state_dict" not in payload:
+        raise BadInput(path, f"is a torch file but not {kind}")
+    return payload
+
+
+def non_finite(tensors: dict) -> list[str]:
+    """Names of the tensors or arrays in ``tensors`` that hold a NaN or an infinity."""
+    import numpy as np
+
+    bad = []
+    for name, value in tensors.items():
+        array = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            bad.append(name)
+    return bad
+
+
+def _refuse_non_finite(path, tensors: dict) -> None:
+    bad = non_finite(tensors)
+    if bad:
+        raise BadInput(path, f"weight(s) {', '.join(bad)} hold NaN or infinite values; "
+                       "the model diverged or the file is corrupt", hint=None)
+
+
+def load_model(path, device="cpu"):
+    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite."""
+    from .model import AttentionOnlyTransformer, ModelConfig
+
+    payload = _torch_payload(path, "a model.pt")
+    if "model_config" not in payload:
+        hint = " (a training checkpoint; give its model.pt)" if "step" in payload else ""
+        raise BadInput(path, f"is not a model.pt: it has no model config{hint}", hint=None)
+    _refuse_non_finite(path, payload["state_dict"])
+    try:
+        model = AttentionOnlyTransformer(ModelConfig.from_dict(payload["model_config"]))
+        model.load_state_dict(payload["state_dict"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as err:
+        raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
+    return model.to(device).eval(), payload["spec"]
+
+
+def load_checkpoint(model, path, step: int | None = None) -> int:
+    """Load checkpoint ``path`` into ``model`` in place; returns its step.
+
+    ``step``: the step its name says; a checkpoint holding another step is refused.
+    """
+    payload = _torch_payload(path, "a training checkpoint")
+    if "step" not in payload:
+        raise BadInput(path, "is not a training checkpoint (no step)")
+    if step is not None and int(payload["step"]) != step:
+        raise BadInput(path, f"holds step {payload['step']}, its name says {step}")
+    _refuse_non_finite(path, payload["state_dict"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as err:
+        raise BadInput(path, f"its weights do not fit the model ({str(err)[:200]})") from None
+    return int(payload["step"])
+
+
+def open_npz(path, kind: str = "an .npz archive") -> dict:
+    """Every array of an ``.npz`` file (no pickles), read in full."""
+    import numpy as np
+
+    path = check_file(path, kind)
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except _DAMAGED as err:
+        raise BadInput(path, f"cannot be read as {kind}, it is truncated or not an .npz "
+                       f"({type(err).__name__})") from None
+
+
+def read_json(path, kind: str = "a JSON file") -> dict:
+    path = check_file(path, kind)
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BadInput(path, f"is not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise BadInput(path, f"holds a JSON {type(data).__name__}, expected an object ({kind})")
+    return data
+
+
+def read_table(path, columns=(), **read_csv_args):
+    """A CSV table as a pandas frame; ``columns`` must be present."""
+    import pandas as pd
+
+    path = check_file(path, "a CSV table")
+    try:
+        frame = pd.read_csv(path, **read_csv_args)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        raise BadInput(path, f"is not a readable CSV table ({str(err).strip()[:200]})") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise BadInput(path, f"has no column(s) {', '.join(missing)}; truncated or another table")
+    return frame
+
+
+def finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
