@@ -1,13 +1,30 @@
 # inductionlab: train tiny attention-only transformers on the repeated-block letter
 # task and reverse-engineer them. Run with `snakemake --cores 8`.
-from inductionlab.config import extra_rule_files, validate_config
+import os
+import sys
+
+from inductionlab.config import ConfigError, check_workflow_config, read_yaml
+from inductionlab.workflow_checks import directories_under, output_path_problems, rule_file_patterns
+
+# config.yaml is read by the line below; read it first ourselves, so that a YAML syntax
+# error is one line naming the file, line and column.
+try:
+    if os.path.exists("config.yaml"):
+        read_yaml("config.yaml")
+except ConfigError as err:
+    sys.exit(f"inductionlab: {err}")
 
 
 configfile: "config.yaml"
 
 
-# Validate (and fill defaults) before any job is scheduled; errors name the key.
-validate_config(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+# The whole config check (the one `inductionlab check-config` runs), before any job is
+# scheduled: the schema with its defaults, cross-field rules, extra_rules resolved to files
+# and every included experiment's own schema. Errors name the key; no traceback.
+try:
+    EXTRA_RULES = check_workflow_config(config, workflow.basedir)
+except ConfigError as err:
+    sys.exit(f"inductionlab: {err}")
 
 
 include: "workflow/rules/common.smk"
@@ -19,9 +36,9 @@ include: "workflow/rules/ablations.smk"
 include: "workflow/rules/dynamics.smk"
 
 
-# Extra experiments: a relative path is found in the working directory or, failing that,
-# next to this Snakefile (so `-s path/to/Snakefile -d elsewhere` finds the project's own).
-for extra in extra_rule_files(config["extra_rules"], workflow.basedir):
+# Extra experiments (found by check_workflow_config: a relative path in the working
+# directory or, failing that, next to this Snakefile).
+for extra in EXTRA_RULES:
 
     include: extra
 
@@ -39,3 +56,10 @@ rule all:
         behaviour_outputs(),
         ablation_outputs(),
         dynamics_outputs(),
+
+
+# A directory where a rule writes a file would pass for an up-to-date output.
+_occupied = output_path_problems(directories_under(["results", "reports"]),
+                                 rule_file_patterns(workflow.rules))
+if _occupied:
+    sys.exit("inductionlab: " + "\n  ".join(_occupied))

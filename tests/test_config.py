@@ -105,3 +105,93 @@ def test_experiment_settings_are_free_form_by_name_in_the_main_schema():
     assert _check(GOOD)["experiments"] == {}
     with pytest.raises(ConfigError, match="experiments"):
         _check({**GOOD, "experiments": {"positional_shortcut": [1, 2]}})
+
+
+# ---------------------------------------------------------------- the schema is the contract
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"train": {"lr": float("nan")}}, "train.lr: nan is not a finite number"),
+    ({"train": {"lr": float("inf")}}, "train.lr: inf is not a finite number"),
+    ({"dynamics": {"drop_smoothing": float("nan")}}, "dynamics.drop_smoothing: nan is not a finite"),
+    ({"train": {"batch_size": 64.0}}, "train.batch_size: 64.0 is a float; write an integer (64)"),
+    ({"variants": {"a": {"d_model": 32.0}}}, "variants.a.d_model: 32.0 is a float"),
+    ({"train": {"eval_every": 20.0}}, "train.eval_every: 20.0 is a float"),
+    ({"train": {"steps": True}}, "train.steps"),
+    ({"seeds": [0, 2 ** 31]}, "seeds.1: 2147483648 is greater than the maximum of 2147483647 (seeds are"),
+    ({"seeds": [123456789012345678901234]}, "seeds.0"),
+    ({"train": {"steps": 10 ** 12}}, "train.steps: 1000000000000 is greater than the maximum of 1000000 ("),
+    ({"train": {"batch_size": 10 ** 7}}, "train.batch_size"),
+    ({"behaviour": {"n_sequences": 10 ** 7}}, "behaviour.n_sequences"),
+    ({"task": {"vocab_size": 4}}, "task.vocab_size: 4 letters are fewer than task.block_len = 6"),
+    ({"behaviour": {"roles": {"above_chance": -0.1}}}, "behaviour.roles.above_chance"),
+    ({"behaviour": {"roles": {"above_chance": 1.5}}}, "behaviour.roles.above_chance"),
+    ({"behaviour": {"roles": {"times_chance": 0.5}}}, "behaviour.roles.times_chance"),
+    ({"dynamics": {"min_drop_rate": -1}}, "dynamics.min_drop_rate"),
+    ({"dynamics": {"induction_rise_fraction": 1.0}}, "dynamics.induction_rise_fraction"),
+    ({"dynamics": {"min_induction_gain": 2.0}}, "dynamics.min_induction_gain"),
+])
+def test_the_schema_refuses_what_would_fail_later(change, expected):
+    config = {**copy.deepcopy(GOOD), **change}
+    with pytest.raises(ConfigError) as err:
+        _check(config)
+    assert expected in str(err.value)
+
+
+def test_every_maximum_says_why():
+    def walk(node, path=()):
+        if isinstance(node, dict):
+            if "maximum" in node:
+                yield path, node
+            for k, v in node.items():
+                yield from walk(v, (*path, k))
+        elif isinstance(node, list):
+            for k, v in enumerate(node):
+                yield from walk(v, (*path, k))
+    schemas = sorted((ROOT / "workflow" / "schemas").glob("*.schema.yaml"))
+    found = [(s.name, path, node) for s in schemas for path, node in walk(yaml.safe_load(s.read_text()))]
+    assert len(found) > 25
+    assert [(name, path) for name, path, node in found if not node.get("why")] == []
+
+
+def _check_config(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "inductionlab.cli", "check-config", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_check_config_runs_the_workflows_check_from_any_directory(tmp_path):
+    base = yaml.safe_load((ROOT / "config.yaml").read_text())
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    ok = _check_config(tmp_path / "base.yaml", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "valid; 3 variant(s) x 5 seed(s) = 15 model(s); extra rules: positional_shortcut" in ok.stdout
+    # an overlay on top, as `snakemake --configfile base.yaml overlay.yaml`
+    (tmp_path / "seeds.yaml").write_text("seeds: [7]\n")
+    assert "x 1 seed(s)" in _check_config(tmp_path / "base.yaml", tmp_path / "seeds.yaml", cwd=tmp_path).stdout
+    bad = {
+        "missing_rule": {"extra_rules": ["workflow/rules/extra/nowhere.smk"]},
+        "unknown_experiment_key": {"experiments": {"positional_shortcut": {"bogus": 1}}},
+        "bad_experiment_prompt": {"experiments": {"positional_shortcut": {"prompts": ["AB1"]}}},
+    }
+    expected = {"missing_rule": "extra_rules.0: 'workflow/rules/extra/nowhere.smk' is not a file",
+                "unknown_experiment_key": "experiments.positional_shortcut.bogus",
+                "bad_experiment_prompt": "experiments.positional_shortcut.prompts.0"}
+    for name, overlay in bad.items():
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(overlay))
+        proc = _check_config(tmp_path / "base.yaml", tmp_path / f"{name}.yaml", cwd=tmp_path)
+        assert proc.returncode == 1, name
+        assert expected[name] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
+    (tmp_path / "config.yaml").write_text("seeds: [0, 1\ntrain:\n  steps: 10\n")
+    proc = _check_config(cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "config.yaml:2:6: YAML syntax error" in line
+    # the workflow reads its config.yaml with the same reader
+    smk = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-n",
+                          "-d", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert smk.returncode == 1
+    assert smk.stderr.strip().splitlines() == ["inductionlab: config.yaml:2:6: YAML syntax error: "
+                                               "expected ',' or ']', but got ':'"]

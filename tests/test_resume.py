@@ -1,7 +1,5 @@
 """Training survives a kill: it resumes from its last saved state, bit for bit, and
 never publishes non-finite weights."""
-import json
-import os
 import re
 import signal
 import subprocess

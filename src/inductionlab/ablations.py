@@ -502,15 +502,14 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
 def write_ablations(model_path, behaviour_settings_path, settings_path, table_csv, attention_npz,
                     log=print) -> None:
     """The ablation stage for one model: ``ablations.csv`` and ``ablated_attention.npz``."""
-    import json
 
     from . import atomic
     from .behaviour import check_prompt, evaluation_samples
     from .data import TaskConfig
-    from .train import load_model
+    from .loading import load_model, read_json
 
-    behaviour = json.loads(open(behaviour_settings_path).read())
-    settings = json.loads(open(settings_path).read())
+    behaviour = read_json(behaviour_settings_path, "the behaviour settings")
+    settings = read_json(settings_path, "the ablation settings")
     model, spec = load_model(model_path)
     task = TaskConfig.from_dict(spec["task"])
     variant, seed = spec["variant"], spec["seed"]

@@ -76,8 +76,33 @@ def summarise(long: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
             .agg(n="count", mean="mean", std="std", min="min", max="max").reset_index())
 
 
-def aggregate(name: str, inputs, long_csv, summary_csv) -> None:
-    """Read the per-model CSVs of table ``name``; write the long and summary tables."""
-    long = stack([pd.read_csv(path) for path in inputs])
+def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
+    """A per-model table, refused if it was cut short.
+
+    Every table the project writes ends with a newline; a truncated one almost never
+    does. ``final_step``: the table is a log whose last row must be this step.
+    """
+    from .loading import BadInput, check_file, read_table
+
+    with open(check_file(path, "a CSV table"), "rb") as f:
+        f.seek(-1, 2)
+        if f.read(1) != b"\n":
+            raise BadInput(path, "is truncated (its last line is cut short)")
+    frame = read_table(path, ID_COLUMNS + (("step",) if final_step is not None else ()))
+    if final_step is not None:
+        last = frame["step"].iloc[-1] if len(frame) else None
+        if last != final_step or frame.iloc[-1].isna().any():
+            raise BadInput(path, f"the log ends at step {last}, not at the final step {final_step}; "
+                           "the run it records did not finish or the file is truncated",
+                           hint="delete the model.pt beside it and rerun snakemake to retrain the model")
+    return frame
+
+
+def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None = None) -> None:
+    """Read the per-model CSVs of table ``name``; write the long and summary tables.
+
+    ``final_step``: every input is a log that must reach this step.
+    """
+    long = stack([read_complete(path, final_step) for path in inputs])
     write_csv(long_csv, long)
     write_csv(summary_csv, summarise(long, name))

@@ -355,14 +355,12 @@ def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tenso
 def write_behaviour(model_path, settings_path, completions_csv, failure_csv, attention_npz,
                     head_scores_csv, summary_csv, log=print) -> None:
     """The behaviour stage for one model: every table and the attention arrays."""
-    import json
-
     from . import atomic
     from .attention import head_score_table, offset_profile
     from .roles import head_roles
-    from .train import load_model
+    from .loading import load_model, read_json
 
-    settings = json.loads(open(settings_path).read())
+    settings = read_json(settings_path, "the behaviour settings")
     model, spec = load_model(model_path)
     task = TaskConfig.from_dict(spec["task"])
     variant, seed = spec["variant"], spec["seed"]

@@ -486,7 +486,9 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
 
     claims = load_claims(claims_yaml)
     settings = load_settings(claims_yaml)
-    tables = Tables({Path(p).stem: pd.read_csv(p) for p in table_paths}, roles)
+    from .loading import read_table
+
+    tables = Tables({Path(p).stem: read_table(p) for p in table_paths}, roles)
     seeds = sorted({int(s) for t in tables.values() if "seed" in t for s in t["seed"].unique()})
     results = evaluate_claims(claims, tables, seeds, settings["at_chance_within"])
     write_csv(claims_csv, results)

@@ -23,7 +23,7 @@ def _cmd_train_stacked(args) -> None:
 
 
 def _cmd_extract_weights(args) -> None:
-    from .train import load_model
+    from .loading import load_model
     from .weights import save_weights
 
     model, spec = load_model(args.model)
@@ -31,13 +31,32 @@ def _cmd_extract_weights(args) -> None:
     print(f"wrote {args.out}", file=sys.stderr)
 
 
-def _cmd_check_config(args) -> None:
-    from .config import load_config
+def project_dir() -> Path:
+    """The workflow's folder (where the Snakefile is): the source tree this package is in."""
+    return Path(__file__).resolve().parents[2]
 
-    config = load_config(args.config, args.schema)
+
+def _cmd_check_config(args) -> None:
+    from snakemake.utils import update_config
+
+    from .config import ConfigError, check_workflow_config, read_yaml
+
+    workflow_dir = args.workflow or project_dir()
+    if not (workflow_dir / "Snakefile").is_file():
+        raise ConfigError(f"{workflow_dir}: no Snakefile there; give the workflow's folder with --workflow")
+    # As `snakemake --configfile FILE...` here: the Snakefile's config.yaml (read from the
+    # working directory, when there is one), then each FILE over it in turn.
+    files = ([Path("config.yaml")] if Path("config.yaml").is_file() else []) + list(args.files)
+    if not files:
+        raise ConfigError("no config.yaml here and no FILE given")
+    config = {}
+    for path in files:
+        update_config(config, read_yaml(path))
+    extras = check_workflow_config(config, workflow_dir)
     n = len(config["variants"]) * len(config["seeds"])
-    print(f"{args.config}: valid; {len(config['variants'])} variant(s) x "
-          f"{len(config['seeds'])} seed(s) = {n} model(s)")
+    names = ", ".join(str(f) for f in args.files) or "config.yaml"
+    print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "
+          f"= {n} model(s); extra rules: {', '.join(Path(e).stem for e in extras) or 'none'}")
 
 
 def _cmd_circuits(args) -> None:
@@ -88,7 +107,7 @@ def _model_title(path: Path) -> str:
 def _cmd_complete(args) -> None:
     from .behaviour import check_prompt, expected_completion, greedy_complete
     from .data import TaskConfig, decode
-    from .train import load_model
+    from .loading import load_model
 
     model, spec = load_model(args.model)
     task = TaskConfig.from_dict(spec["task"])
@@ -146,7 +165,7 @@ def _cmd_phase_change_table(args) -> None:
 def _cmd_aggregate(args) -> None:
     from .aggregate import aggregate
 
-    aggregate(args.name, args.inputs, args.long, args.summary)
+    aggregate(args.name, args.inputs, args.long, args.summary, final_step=args.final_step)
 
 
 def _cmd_claims(args) -> None:
@@ -290,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("long", type=Path)
     p.add_argument("summary", type=Path)
     p.add_argument("inputs", type=Path, nargs="+")
+    p.add_argument("--final-step", type=int, default=None,
+                   help="the inputs are training logs: each must end at this step")
     p.set_defaults(func=_cmd_aggregate)
 
     p = sub.add_parser("claims", help="evaluate the write-up's claims on every seed")
@@ -345,9 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--positions-figure", type=Path, required=True)
     p.set_defaults(func=_cmd_positional_shortcut_figures)
 
-    p = sub.add_parser("check-config", help="validate a config file against the schema")
-    p.add_argument("config", type=Path, nargs="?", default=Path("config.yaml"))
-    p.add_argument("--schema", type=Path, default=Path("workflow/schemas/config.schema.yaml"))
+    p = sub.add_parser("check-config",
+                       help="the workflow's config check of config.yaml here and FILEs over it, "
+                       "as `snakemake --configfile FILE...` would run it")
+    p.add_argument("files", type=Path, nargs="*", metavar="FILE",
+                   help="config files applied in turn over ./config.yaml (if any)")
+    p.add_argument("--workflow", type=Path, default=None,
+                   help="the workflow's folder (default: the source tree of this package)")
     p.set_defaults(func=_cmd_check_config)
     return parser
 
@@ -359,7 +384,8 @@ def main(argv=None) -> int:
 
     try:
         args.func(args)
-    except (ConfigError, TrainingDiverged, ValueError, FileNotFoundError) as err:
+    except (ConfigError, TrainingDiverged, ValueError, OSError) as err:
+        # BadInput (a ValueError) names the file; an OSError names it in its message.
         print(f"inductionlab {args.command}: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -6,6 +6,8 @@ and say what is allowed, before any job starts.
 from __future__ import annotations
 
 import copy
+import importlib
+import math
 from pathlib import Path
 
 import jsonschema
@@ -16,9 +18,16 @@ class ConfigError(ValueError):
     """The configuration is invalid; the message names the key."""
 
 
+def _strict_integer(checker, instance) -> bool:
+    """Integers only: ``64.0`` and ``True`` are not integers here."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
 def _with_defaults(cls):
-    """A validator class that fills in ``default`` values of missing properties."""
+    """A validator class that fills in ``default`` values of missing properties and takes
+    only Python ints as integers."""
     validate_properties = cls.VALIDATORS["properties"]
+    checker = cls.TYPE_CHECKER.redefine("integer", _strict_integer)
 
     def set_defaults(validator, properties, instance, schema):
         if isinstance(instance, dict):
@@ -27,7 +36,7 @@ def _with_defaults(cls):
                     instance[name] = copy.deepcopy(sub["default"])
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(cls, {"properties": set_defaults})
+    return jsonschema.validators.extend(cls, {"properties": set_defaults}, type_checker=checker)
 
 
 def _key(path) -> str:
@@ -42,7 +51,22 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
         where = _key(path) if path else "top level"
         return (f"unknown key(s) {', '.join(_key(path + [e]) for e in extra)} in {where}; "
                 f"allowed: {', '.join(allowed)}")
-    return f"{_key(path)}: {error.message}"
+    if error.validator == "type" and error.validator_value == "integer" and isinstance(error.instance, float):
+        return f"{_key(path)}: {error.instance!r} is a float; write an integer ({error.instance:.0f})" \
+            if error.instance.is_integer() else f"{_key(path)}: {error.instance!r} is not an integer"
+    why = error.schema.get("why") if error.validator == "maximum" else None
+    return f"{_key(path)}: {error.message}" + (f" ({why})" if why else "")
+
+
+def non_finite_numbers(instance, path=()) -> list[str]:
+    """A message for every NaN or infinite number anywhere in ``instance``."""
+    if isinstance(instance, float) and not math.isfinite(instance):
+        return [f"{_key(path)}: {instance} is not a finite number"]
+    if isinstance(instance, dict):
+        return [m for k, v in instance.items() for m in non_finite_numbers(v, (*path, k))]
+    if isinstance(instance, list):
+        return [m for k, v in enumerate(instance) for m in non_finite_numbers(v, (*path, k))]
+    return []
 
 
 def validate_config(config: dict, schema_path: str | Path) -> dict:
@@ -50,7 +74,7 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
 
     Raises :class:`ConfigError` listing every problem, each naming its key.
     """
-    problems = schema_problems(config, schema_path)
+    problems = non_finite_numbers(config) + schema_problems(config, schema_path)
     if not problems:
         problems = check_semantics(config)
     if problems:
@@ -73,6 +97,11 @@ def schema_problems(instance: dict, schema_path: str | Path, prefix: tuple = ())
 def check_semantics(config: dict) -> list[str]:
     """Rules JSON Schema does not express; one message per problem."""
     problems = []
+    task = config["task"]
+    if task["vocab_size"] < task["block_len"]:
+        problems.append(f"task.vocab_size: {task['vocab_size']} letters are fewer than "
+                        f"task.block_len = {task['block_len']}: the failure-mode suite's repetition "
+                        "patterns need up to block_len distinct letters; use vocab_size >= block_len")
     for name, spec in config["variants"].items():
         where = f"variants.{name}"
         if spec["d_model"] % spec["n_heads"]:
@@ -157,7 +186,8 @@ def validate_experiment(config: dict, name: str, schema_path: str | Path, check=
     """
     experiments = config.setdefault("experiments", {})
     settings = experiments.setdefault(name, {})
-    problems = schema_problems(settings, schema_path, prefix=("experiments", name))
+    problems = (non_finite_numbers(settings, ("experiments", name))
+                + schema_problems(settings, schema_path, prefix=("experiments", name)))
     if not problems and check is not None:
         problems = check(settings, config)
     if problems:
@@ -165,9 +195,65 @@ def validate_experiment(config: dict, name: str, schema_path: str | Path, check=
     return settings
 
 
-def load_config(path: str | Path, schema_path: str | Path) -> dict:
-    """Read a YAML config file and validate it."""
-    config = yaml.safe_load(Path(path).read_text()) or {}
-    if not isinstance(config, dict):
+def read_yaml(path) -> dict:
+    """A YAML config file as a mapping; a syntax error is one line naming file:line:column."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file" if not path.exists()
+                          else f"{path}: is a directory, not a config file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: YAML syntax error: {err.problem or err.context}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not a YAML file ({err})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping of keys to values")
-    return validate_config(config, schema_path)
+    return data
+
+
+def experiment_schema(rule_file: str | Path, workflow_dir: str | Path) -> Path | None:
+    """The schema of the experiment in ``rule_file`` (``<name>.smk``): ``<name>.schema.yaml``
+    beside it, else in the workflow's ``workflow/schemas/``; None if it has none."""
+    rule_file = Path(rule_file)
+    name = f"{rule_file.stem}.schema.yaml"
+    for candidate in (rule_file.parent / name, Path(workflow_dir) / "workflow" / "schemas" / name):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _experiment_check(schema_path: Path):
+    """The settings check a schema names under ``x-check`` (``module:function``), if any."""
+    target = yaml.safe_load(schema_path.read_text()).get("x-check")
+    if not target:
+        return None
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def check_workflow_config(config: dict, workflow_dir: str | Path, cwd=None) -> list[str]:
+    """The workflow's whole config check, in place (defaults filled).
+
+    The main schema and its cross-field rules, then ``extra_rules`` resolved to files,
+    then every included experiment's settings against its own schema (see
+    :func:`experiment_schema`) and check. Returns the extra rule files; raises
+    :class:`ConfigError`. The Snakefile and ``inductionlab check-config`` both call it.
+    """
+    workflow_dir = Path(workflow_dir)
+    validate_config(config, workflow_dir / "workflow" / "schemas" / "config.schema.yaml")
+    extras = extra_rule_files(config["extra_rules"], workflow_dir, cwd)
+    for rule_file in extras:
+        schema = experiment_schema(rule_file, workflow_dir)
+        if schema is not None:
+            validate_experiment(config, Path(rule_file).stem, schema, _experiment_check(schema))
+    return extras
+
+
+def load_config(path: str | Path, schema_path: str | Path) -> dict:
+    """Read a YAML config file and validate it against the main schema."""
+    return validate_config(read_yaml(path), schema_path)

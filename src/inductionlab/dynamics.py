@@ -56,6 +56,7 @@ import pandas as pd
 import torch
 
 from .attention import ATTENTION_SCORES
+from .loading import load_checkpoint
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
 PHASE_COLUMNS = ["variant", "seed", "metric", "step", "value", "chance", "layer", "head", "note",
@@ -99,20 +100,31 @@ _CKPT = re.compile(r"^step(\d+)\.pt$")
 
 def checkpoint_files(folder) -> list[tuple[int, Path]]:
     """``(step, path)`` of every ``step{N:06d}.pt`` in ``folder``, by step."""
+    from .loading import BadInput
+
     folder = Path(folder)
+    if not folder.is_dir():
+        raise BadInput(folder, "no such checkpoints folder" if not folder.exists() else
+                       "is a file, not a checkpoints folder", hint=None)
     found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _CKPT.match(p.name)))
     if not found:
-        raise FileNotFoundError(f"{folder}: no checkpoints (step*.pt)")
+        raise BadInput(folder, "no checkpoints (step*.pt) in it",
+                       hint="delete the model.pt beside it and rerun snakemake to retrain the model")
     return found
 
 
-def load_checkpoint(model, path, step: int | None = None):
-    """Load the weights of checkpoint ``path`` into ``model`` (in place); returns its step."""
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    if step is not None and int(payload["step"]) != step:
-        raise ValueError(f"{path}: holds step {payload['step']}, its name says {step}")
-    model.load_state_dict(payload["state_dict"])
-    return int(payload["step"])
+def check_schedule(files: list[tuple[int, Path]], folder, train: dict) -> None:
+    """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
+    from .loading import BadInput
+    from .train import checkpoint_steps
+
+    expected = checkpoint_steps(int(train["steps"]), int(train["n_checkpoints"]))
+    missing = sorted(set(expected) - {step for step, _ in files})
+    if missing:
+        shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
+        raise BadInput(folder, f"{len(missing)} of the {len(expected)} checkpoints of the training "
+                       f"schedule are missing (step {shown})",
+                       hint="delete the model.pt beside it and rerun snakemake to retrain the model")
 
 
 # ------------------------------------------------------------------ one checkpoint
@@ -232,12 +244,13 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
     from .behaviour import evaluation_samples
     from .data import TaskConfig
     from .metrics import per_token_loss
-    from .train import load_model
+    from .loading import load_model
 
     model, spec = load_model(model_path)
     task = TaskConfig.from_dict(spec["task"])
     meta = {"variant": spec["variant"], "seed": spec["seed"]}
     files = checkpoint_files(checkpoints_dir)
+    check_schedule(files, checkpoints_dir, spec["train"])
     final = int(spec["train"]["steps"])
     if files[-1][0] != final:
         raise ValueError(f"{checkpoints_dir}: last checkpoint is step {files[-1][0]}, "
@@ -419,8 +432,12 @@ def pca(matrix, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def read_losses(path) -> dict:
-    with np.load(path, allow_pickle=False) as f:
-        out = {k: f[k] for k in f.files}
+    from .loading import BadInput, open_npz
+
+    out = open_npz(path, "a per_token_losses.npz")
+    missing = [k for k in ("meta", "steps", "losses", "tokens") if k not in out]
+    if missing:
+        raise BadInput(path, f"no {', '.join(missing)}; not a per_token_losses.npz")
     out["meta"] = json.loads(str(out["meta"]))
     return out
 
@@ -459,8 +476,10 @@ def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamic
     """The dynamics stage of one model: dynamics.csv, per_token_losses.npz, phase_change.csv."""
     from . import atomic
 
-    behaviour = json.loads(Path(behaviour_settings_path).read_text())
-    settings = json.loads(Path(dynamics_settings_path).read_text())
+    from .loading import read_json
+
+    behaviour = read_json(behaviour_settings_path, "the behaviour settings")
+    settings = read_json(dynamics_settings_path, "the dynamics settings")
     frame, losses, layers = model_dynamics(model_path, checkpoints_dir, behaviour, settings, log)
     variant, seed = frame["variant"].iloc[0], int(frame["seed"].iloc[0])
     phase = phase_change_table(frame, settings, int(behaviour["task"]["block_len"]), layers)
@@ -490,7 +509,9 @@ def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
 
 def read_phase_change(path) -> pd.DataFrame:
     """A phase_change.csv: step as text (an integer or a word), an empty note as ""."""
-    frame = pd.read_csv(path, dtype={"step": str, "note": str})
+    from .loading import read_table
+
+    frame = read_table(path, PHASE_COLUMNS, dtype={"step": str, "note": str})
     frame["note"] = frame["note"].fillna("")
     return frame
 

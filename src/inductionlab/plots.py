@@ -405,16 +405,14 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
     if name == "attention_seeds":  # drawn in attention_plots (which imports this module)
         from .attention_plots import write_attention_seeds
         return write_attention_seeds(variant, out, inputs)
-    import json
-
-    import pandas as pd
-
     from .data import TaskConfig, loss_floor
 
-    task = TaskConfig.from_dict(json.loads(open(settings_path).read())["task"])
+    from .loading import open_npz, read_json, read_table
+
+    task = TaskConfig.from_dict(read_json(settings_path, "the stage settings")["task"])
 
     def table(path):
-        frame = pd.read_csv(path)
+        frame = read_table(path, ["variant"])
         return frame[frame["variant"] == variant]
 
     if name == "training":
@@ -423,8 +421,7 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
         by_seed = {}
         for path in inputs:
             seed = int(Path(path).parent.name.removeprefix("seed"))
-            with np.load(path) as f:
-                by_seed[seed] = {k: f[k] for k in f.files}
+            by_seed[seed] = open_npz(path, "an eigenvalues.npz")
         fig = spectra_figure(by_seed, variant)
     elif name == "composition":
         comp = table(inputs[0])
@@ -434,8 +431,7 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
     elif name == "ablations":
         fig = ablation_bars(table(inputs[0]), variant)
     elif name == "ablated_attention":
-        with np.load(inputs[0], allow_pickle=False) as f:
-            n_layers = f["baseline"].shape[0]
+        n_layers = open_npz(inputs[0], "an ablated_attention.npz")["baseline"].shape[0]
         rows = [(name, l) for l in range(1, n_layers)  # every later layer: clean, then ablated
                 for name in ("baseline", f"qk_from_embedding_L{l}", f"plus_k_L{l}", f"plus_q_L{l}")]
         fig = ablated_patterns(inputs[0], rows, f"{variant} {Path(inputs[0]).parent.name}")

@@ -25,7 +25,6 @@ them. The attention measures are the pipeline's own head scores
 from __future__ import annotations
 
 import copy
-import json
 import math
 
 import numpy as np
@@ -232,9 +231,9 @@ def write_shortcut(model_path, settings_path, metrics_csv, offsets_csv, completi
                    positions_csv, log=print) -> None:
     """The experiment's analysis of one model: four tables, each written atomically."""
     from .atomic import write_csv
-    from .train import load_model
+    from .loading import load_model, read_json
 
-    settings = json.loads(open(settings_path).read())
+    settings = read_json(settings_path, "the experiment's settings")
     model, spec = load_model(model_path)
     log(f"[{spec['variant']} seed {spec['seed']}] positional table {model.cfg.pos_encoding}")
     tables = shortcut_tables(model, spec, settings)
@@ -342,8 +341,10 @@ def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positi
     """Both figures from the stacked tables (the positional table of the first seed)."""
     from .plots import save
 
-    task = TaskConfig.from_dict(json.loads(open(settings_path).read())["task"])
+    from .loading import read_json, read_table
+
+    task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings")["task"])
     k = copy_offset(task)
-    positions = pd.read_csv(positions_csv)
-    save(offsets_figure(pd.read_csv(offsets_csv), task), offsets_png)
+    positions = read_table(positions_csv, ["seed"])
+    save(offsets_figure(read_table(offsets_csv), task), offsets_png)
     save(positions_figure(positions, int(positions["seed"].min()), k), positions_png)

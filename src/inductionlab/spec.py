@@ -6,7 +6,6 @@ config; training reads only that file, so a model's inputs are on disk next to i
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from .atomic import write_text
 from .data import TaskConfig
@@ -43,8 +42,10 @@ def write_spec(path, spec: dict) -> None:
 
 
 def read_spec(path) -> dict:
-    spec = json.loads(Path(path).read_text())
+    from .loading import BadInput, read_json
+
+    spec = read_json(path, "a spec.json")
     missing = [k for k in ("variant", "seed", "task", "model", "train") if k not in spec]
     if missing:
-        raise ValueError(f"{path}: spec is missing key(s) {missing}")
+        raise BadInput(path, f"spec is missing key(s) {missing}")
     return spec

@@ -55,18 +55,24 @@ def load_weights(path) -> tuple[dict[str, np.ndarray], dict]:
     Raises ``ValueError`` naming the first missing array or the array whose shape
     differs from what the metadata's model config implies.
     """
-    with np.load(path, allow_pickle=False) as f:
-        if "meta" not in f.files:
-            raise ValueError(f"{path}: no 'meta' entry; not a weights.npz written by inductionlab")
-        meta = json.loads(str(f["meta"]))
-        arrays = {k: f[k] for k in f.files if k != "meta"}
-    for name, shape in expected_shapes(meta["model_config"]).items():
+    from .loading import BadInput, non_finite, open_npz
+
+    arrays = open_npz(path, "a weights.npz")
+    if "meta" not in arrays:
+        raise BadInput(path, "no 'meta' entry; not a weights.npz written by inductionlab")
+    try:
+        meta = json.loads(str(arrays.pop("meta")))
+        shapes = expected_shapes(meta["model_config"])
+    except (ValueError, KeyError, TypeError):
+        raise BadInput(path, "its 'meta' entry is not inductionlab's model description") from None
+    for name, shape in shapes.items():
         if name not in arrays:
-            raise ValueError(f"{path}: array {name!r} is missing (expected shape {shape})")
+            raise BadInput(path, f"array {name!r} is missing (expected shape {shape})")
         if arrays[name].shape != shape:
-            raise ValueError(
-                f"{path}: array {name!r} has shape {arrays[name].shape}, expected {shape}"
-            )
+            raise BadInput(path, f"array {name!r} has shape {arrays[name].shape}, expected {shape}")
+    bad = non_finite(arrays)
+    if bad:
+        raise BadInput(path, f"array(s) {', '.join(bad)} hold NaN or infinite values")
     return arrays, meta
 
 

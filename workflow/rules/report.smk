@@ -41,11 +41,14 @@ rule aggregate:
         summary=f"{RESULTS}/tables/{{table}}_summary.csv",
     wildcard_constraints:
         table="|".join(AGGREGATED_TABLES) or "none",
+    params:
+        # a training log must reach the last step (a cut-short one is refused)
+        checks=lambda w: f"--final-step {config['train']['steps']}" if w.table == "train_log" else "",
     log:
         "logs/aggregate/{table}.log",
     shell:
         "inductionlab aggregate {wildcards.table} {output.long} {output.summary} {input} "
-        "> {log} 2>&1"
+        "{params.checks} > {log} 2>&1"
 
 
 rule claims:

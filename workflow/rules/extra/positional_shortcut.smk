@@ -15,13 +15,11 @@
 #   results/tables/positional_shortcut*.csv           stacked, with *_summary.csv
 #   results/positional_shortcut/figures/              attention by offset, p pᵀ/√d
 # No `conda:` directive, for the reason given in train.smk.
-from inductionlab.config import validate_experiment
 from inductionlab.data import TaskConfig
-from inductionlab.positional_shortcut import check_settings, learned_spec, metric_names
+from inductionlab.positional_shortcut import learned_spec, metric_names
 
-PS = validate_experiment(config, "positional_shortcut",
-                         workflow.source_path("../../schemas/positional_shortcut.schema.yaml"),
-                         check=check_settings)
+# Checked, with defaults filled, by the Snakefile against positional_shortcut.schema.yaml.
+PS = config["experiments"]["positional_shortcut"]
 PS_DIR = f"{RESULTS}/positional_shortcut"
 PS_LEARNED = f"{PS['base_variant']}_learned"
 PS_COMPARED = [v for v in PS["compare"] if v in VARIANTS]
