@@ -31,6 +31,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
     ``suffix`` is appended to the temporary name (``np.savez`` insists on ``.npz``).
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory, so the file cannot be written there; "
+                                "remove it and run again")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)

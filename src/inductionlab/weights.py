@@ -59,7 +59,7 @@ def load_weights(path) -> tuple[dict[str, np.ndarray], dict]:
 
     arrays = open_npz(path, "a weights.npz")
     if "meta" not in arrays:
-        raise BadInput(path, "no 'meta' entry; not a weights.npz written by inductionlab")
+        raise BadInput(path, "no 'meta' entry; not a weights.npz written by inductionlab", hint=None)
     try:
         meta = json.loads(str(arrays.pop("meta")))
         shapes = expected_shapes(meta["model_config"])

@@ -1,0 +1,76 @@
+"""The workflow after a kill and on damaged or misplaced files (on a copy of the tiny run)."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import snakemake_command
+
+ANALYSIS = ["ablations.csv", "ablated_attention.npz"]
+
+
+@pytest.fixture
+def copy_of_run(tiny_run, tmp_path):
+    """The finished tiny run, copied with its times and Snakemake's records."""
+    work = tmp_path / "work"
+    shutil.copytree(tiny_run, work, symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    return work
+
+
+def _models(work):
+    return sorted(p for p in (work / "results").glob("*/seed*") if (p / "ablations.csv").exists())
+
+
+def _run(work, *args, timeout=900):
+    return subprocess.run(snakemake_command(work, "--cores", "1", *args), cwd=work,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_snakemake_killed_mid_analysis_reruns_to_identical_tables(copy_of_run):
+    work = copy_of_run
+    models = _models(work)
+    assert len(models) >= 4
+    before = {m: {n: (m / n).read_bytes() for n in ANALYSIS} for m in models}
+    table = work / "results" / "tables" / "ablations.csv"
+    table_before = table.read_bytes()
+    for m in models:
+        for name in ANALYSIS:
+            (m / name).unlink()
+    log = work / "killed.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(snakemake_command(work, "--cores", "1"), cwd=work, stdout=out,
+                                stderr=out, start_new_session=True)
+    try:
+        deadline = time.time() + 600
+        while sum((m / "ablations.csv").exists() for m in models) < 1:  # one job done, more to do
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.time() < deadline
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and the job it runs, as a node failure
+        proc.wait()
+    done = sum((m / "ablations.csv").exists() for m in models)
+    assert done < len(models), "the run finished before it was killed"
+
+    locked = _run(work, "-n")
+    assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
+    assert _run(work, "--unlock").returncode == 0
+    rerun = _run(work)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    for m in models:
+        for name in ANALYSIS:
+            assert (m / name).read_bytes() == before[m][name], (m, name)
+    assert table.read_bytes() == table_before
+
+
+def test_a_directory_at_an_output_path_is_an_error(copy_of_run):
+    work = copy_of_run
+    weights = next(iter(_models(work))) / "weights.npz"
+    weights.unlink()
+    weights.mkdir()
+    proc = _run(work, "-n")
+    assert proc.returncode == 1
+    assert f"{weights.relative_to(work)} is a directory, but the workflow writes a file there" in proc.stderr
