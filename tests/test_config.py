@@ -195,3 +195,16 @@ def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
     assert smk.returncode == 1
     assert smk.stderr.strip().splitlines() == ["inductionlab: config.yaml:2:6: YAML syntax error: "
                                                "expected ',' or ']', but got ':'"]
+
+
+def test_overlay_merges_as_snakemake_does():
+    from snakemake.utils import update_config
+
+    from inductionlab.config import overlay
+
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1, "e": {"f": 1}}
+    other = {"a": {"c": [3]}, "d": {"x": 1}, "e": 2, "g": {"h": {}}}
+    expected = copy.deepcopy(base)
+    update_config(expected, copy.deepcopy(other))
+    assert overlay(copy.deepcopy(base), other) == expected == {
+        "a": {"b": 1, "c": [3]}, "d": {"x": 1}, "e": 2, "g": {"h": {}}}

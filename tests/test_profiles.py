@@ -27,16 +27,18 @@ def test_profile_dry_run_succeeds(tiny_config, name):
     proc = dry_run(tiny_config, "--profile", PROFILES / name)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-3000:]
-    assert f"Using profile {PROFILES / name}" in output
+    assert f"Using profiles {PROFILES / name} and workflow specific profile {ROOT / 'profiles' / 'default'}" in output
     assert "train" in output and "report" in output  # the jobs of a first run
 
 
-def test_default_profile_is_not_loaded_implicitly(tiny_config):
-    """Snakemake looks for profiles/default/ beside the Snakefile (the repository root)
-    and in the working directory, not in workflow/profiles/: the profile must be named."""
+def test_only_the_workflows_own_profile_is_loaded_implicitly(tiny_config):
+    """Snakemake loads profiles/default/ beside the Snakefile (the repository root) by
+    itself, not workflow/profiles/: that one only redoes jobs a killed run left unfinished."""
     proc = dry_run(tiny_config)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "for setting default command line arguments" not in proc.stdout + proc.stderr
+    own = ROOT / "profiles" / "default"
+    assert f"Using workflow specific profile {own} for setting default" in proc.stdout + proc.stderr
+    assert yaml.safe_load((own / "config.yaml").read_text()) == {"rerun-incomplete": True}
 
 
 def test_slurm_profile_sets_partition_not_account():

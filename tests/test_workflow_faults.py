@@ -55,10 +55,10 @@ def test_a_snakemake_killed_mid_analysis_reruns_to_identical_tables(copy_of_run)
     done = sum((m / "ablations.csv").exists() for m in models)
     assert done < len(models), "the run finished before it was killed"
 
-    locked = _run(work, "-n")
+    locked = _run(work)
     assert locked.returncode != 0 and "--unlock" in locked.stdout + locked.stderr
     assert _run(work, "--unlock").returncode == 0
-    rerun = _run(work)
+    rerun = _run(work)  # the same command: jobs Snakemake did not see finish are redone
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     for m in models:
         for name in ANALYSIS:

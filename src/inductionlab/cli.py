@@ -37,9 +37,7 @@ def project_dir() -> Path:
 
 
 def _cmd_check_config(args) -> None:
-    from snakemake.utils import update_config
-
-    from .config import ConfigError, check_workflow_config, read_yaml
+    from .config import ConfigError, check_workflow_config, overlay, read_yaml
 
     workflow_dir = args.workflow or project_dir()
     if not (workflow_dir / "Snakefile").is_file():
@@ -51,7 +49,7 @@ def _cmd_check_config(args) -> None:
         raise ConfigError("no config.yaml here and no FILE given")
     config = {}
     for path in files:
-        update_config(config, read_yaml(path))
+        overlay(config, read_yaml(path))
     extras = check_workflow_config(config, workflow_dir)
     n = len(config["variants"]) * len(config["seeds"])
     names = ", ".join(str(f) for f in args.files) or "config.yaml"

@@ -216,6 +216,18 @@ def read_yaml(path) -> dict:
     return data
 
 
+def overlay(config: dict, other: dict) -> dict:
+    """``other`` merged into ``config`` in place, as Snakemake merges ``--configfile`` files:
+    mappings key by key, recursively; every other value (a list too) replaced."""
+    for key, value in other.items():
+        if isinstance(value, dict):
+            base = config.get(key)
+            config[key] = overlay(base if isinstance(base, dict) else {}, value)
+        else:
+            config[key] = value
+    return config
+
+
 def experiment_schema(rule_file: str | Path, workflow_dir: str | Path) -> Path | None:
     """The schema of the experiment in ``rule_file`` (``<name>.smk``): ``<name>.schema.yaml``
     beside it, else in the workflow's ``workflow/schemas/``; None if it has none."""
