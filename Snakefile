@@ -4,7 +4,8 @@ import os
 import sys
 
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
-from inductionlab.workflow_checks import directories_under, output_path_problems, rule_file_patterns
+from inductionlab.workflow_checks import (cap_local_cores, directories_under, output_path_problems,
+                                          rule_file_patterns)
 
 # config.yaml is read by the line below; read it first ourselves, so that a YAML syntax
 # error is one line naming the file, line and column.
@@ -25,6 +26,10 @@ try:
     EXTRA_RULES = check_workflow_config(config, workflow.basedir)
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
+
+
+# Locally, never more threads at work than the machine has cores (see cap_local_cores).
+cap_local_cores(workflow)
 
 
 include: "workflow/rules/common.smk"

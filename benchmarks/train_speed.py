@@ -7,6 +7,8 @@ processes hits both alike) and prints the median ms per step of:
 
 - plain:   a minimal training loop written here: per-layer nn.Linear projections,
            heads split by view, an explicit masked softmax, ``loss.item()`` every step;
+- plain compiled: the same loop with its loss (forward and backward) under ``torch.compile``,
+           the second reference;
 - project: the pipeline's training step as ``train`` runs it for a 10,000-step run
            (``train.compile: auto``: compiled on a CPU); its compile time is printed
            with what it saves over 10,000 steps against the eager step;
@@ -80,10 +82,14 @@ class PlainModel(nn.Module):
         return self.unembed(x)
 
 
-def plain_step(model, opt, task, gen, batch):
-    tokens = sample_sequences(batch, task, gen)
+def plain_loss(model, tokens):
     logits = model(tokens)
-    loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+
+
+def plain_step(model, opt, task, gen, batch, loss_fn=plain_loss):
+    tokens = sample_sequences(batch, task, gen)
+    loss = loss_fn(model, tokens)
     opt.zero_grad()
     loss.backward()
     opt.step()
@@ -125,7 +131,8 @@ def main() -> None:
     task = TaskConfig()
     print(f"torch {torch.__version__}, {args.threads} thread(s), batch {args.batch}, "
           f"median of {args.rounds} blocks of {args.steps} steps, ms per step (per seed when stacked)")
-    header = f"{'variant':20s} {'plain':>8s} {'project':>8s} {'ratio':>6s} {'eager':>8s} {'ratio':>6s}"
+    header = (f"{'variant':20s} {'plain':>8s} {'plain_c':>8s} {'project':>8s} {'ratio':>6s} {'ratio_c':>7s}"
+              f" {'eager':>8s} {'ratio':>6s}")
     if args.stack:
         header += f" {'stacked':>8s} {'ratio':>6s}"
     print(header + "   compile")
@@ -133,6 +140,9 @@ def main() -> None:
         gen = generator(0, "benchmark")
         plain = PlainModel(cfg)
         plain_opt = adamw(plain.parameters())
+        plain_c = PlainModel(cfg)
+        plain_c_opt = adamw(plain_c.parameters())
+        plain_c_loss = torch.compile(plain_loss)
         model, eager_model = build_model(cfg, 0), build_model(cfg, 0)
         opt, eager_opt = adamw(model.parameters()), adamw(eager_model.parameters())
         compiled = should_compile("auto", STEPS_PER_RUN, torch.device("cpu"))
@@ -140,9 +150,10 @@ def main() -> None:
         eager_fn = loss_function(eager_model, False, log=print)
         compile_s = timed(lambda: project_step(loss_fn, opt, task, gen, args.batch), 1)
         methods = {"plain": lambda: plain_step(plain, plain_opt, task, gen, args.batch),
+                   "plain_c": lambda: plain_step(plain_c, plain_c_opt, task, gen, args.batch, plain_c_loss),
                    "project": lambda: project_step(loss_fn, opt, task, gen, args.batch),
                    "eager": lambda: project_step(eager_fn, eager_opt, task, gen, args.batch)}
-        per_call = {"plain": 1, "project": 1, "eager": 1}
+        per_call = {"plain": 1, "plain_c": 1, "project": 1, "eager": 1}
         if args.stack:
             stack = StackedModels([build_model(cfg, s) for s in range(args.stack)])
             stack_opt = adamw(stack.parameters())
@@ -157,7 +168,8 @@ def main() -> None:
                 n = max(1, args.steps // per_call[m])
                 times[m].append(timed(step, n) / per_call[m] * 1e3)
         med = {m: statistics.median(t) for m, t in times.items()}
-        line = (f"{name:20s} {med['plain']:8.2f} {med['project']:8.2f} {med['project'] / med['plain']:6.2f}"
+        line = (f"{name:20s} {med['plain']:8.2f} {med['plain_c']:8.2f} {med['project']:8.2f}"
+                f" {med['project'] / med['plain']:6.2f} {med['project'] / med['plain_c']:7.2f}"
                 f" {med['eager']:8.2f} {med['eager'] / med['plain']:6.2f}")
         if args.stack:
             line += f" {med['stacked']:8.2f} {med['stacked'] / med['plain']:6.2f}"

@@ -1,6 +1,7 @@
 """Training loop: AdamW on fresh batches, periodic validation, checkpoints."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -296,7 +297,8 @@ def loss_function(model, compiled: bool, log):
     """tokens -> mean training loss of ``model``, compiled with torch.compile if asked.
 
     Compiling needs a C++ compiler; if the first compiled call fails, the eager
-    function is used instead (and said so in the log).
+    function is used instead (and said so in the log). The first call's time, compiling
+    included, is logged by :func:`compile_lock`.
     """
     def eager(tokens):
         return mean_loss(model(tokens), tokens)
@@ -318,6 +320,45 @@ def loss_function(model, compiled: bool, log):
         return state["fn"](tokens)
 
     return first_call_decides
+
+
+def inductor_cache_dir() -> Path:
+    """Where inductor keeps compiled code on disk (its default, or TORCHINDUCTOR_CACHE_DIR)."""
+    import getpass
+    import tempfile
+
+    default = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+    return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", default))
+
+
+@contextlib.contextmanager
+def compile_lock(spec: dict, device: torch.device, log):
+    """Held by the one job that compiles a training step; others with the same step wait.
+
+    The step depends on the model config, the batch size, the device and torch, not on
+    the seed: the first job compiles it into inductor's on-disk cache, and the other
+    seeds' jobs find it there (a few seconds instead of half a minute or more). Without
+    the lock, jobs starting together would each compile the same step from cold.
+    """
+    import fcntl
+
+    key = json.dumps({"model": model_config(spec).to_dict(), "batch": spec["train"]["batch_size"],
+                      "device": str(device), "torch": str(torch.__version__)}, sort_keys=True)
+    folder = inductor_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"inductionlab-{hashlib.sha256(key.encode()).hexdigest()[:16]}.lock"
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("waiting for another job that compiles the same training step")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        log(f"first step, compiling included, took {time.perf_counter() - start:.1f}s")
 
 
 def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
@@ -362,7 +403,8 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
         if step == run.steps:
             break
         tokens = sample_sequences(tcfg["batch_size"], task, batch_gen).to(device)
-        train_loss = train_step(loss_fn(tokens), opt)
+        with compile_lock(spec, device, log) if compiled and step == first else contextlib.nullcontext():
+            train_loss = train_step(loss_fn(tokens), opt)
         first_bad = first_non_finite(first_bad, train_loss, step)
     last = run.finish(model)
     log(f"[{run.name}] done in {time.perf_counter() - start:.1f}s"
