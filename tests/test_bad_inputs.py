@@ -191,3 +191,13 @@ def test_an_output_path_that_is_a_directory_is_refused(_run, trained):
     out = trained / "bad" / "dir_weights.npz"
     proc = _run("extract-weights", trained / "model" / "model.pt", out)
     _assert_one_clear_line(proc, out, "directory")
+
+
+@pytest.mark.parametrize("name,words", [
+    ("bad/truncated_weights.npz", "truncated or not an .npz"),
+    ("bad/dir_weights.npz", "is a directory"),
+])
+def test_figures_from_a_bad_archive(_run, trained, tmp_path, name, words):
+    path = trained / name
+    _assert_one_clear_line(_run("attention-figures", path, tmp_path / "figs"), path, words)
+    assert not (tmp_path / "figs").exists()

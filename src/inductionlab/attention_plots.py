@@ -8,7 +8,6 @@ is split (a prompt's heatmaps are one figure per layer). The limits are
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -165,9 +164,10 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     Per suite prompt one figure per layer (:func:`prompt_figure_names`): 24 letters on
     each axis need panels too large for all of a 2-layer model's heads in one figure.
     """
+    from .loading import open_npz
+
     out_dir = Path(out_dir)
-    with np.load(attention_npz, allow_pickle=False) as f:
-        arrays = {k: f[k] for k in f.files}
+    arrays = open_npz(attention_npz, "an attention.npz")
     n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
     written = []
     means = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
@@ -340,19 +340,19 @@ def write_attention_seeds(variant: str, out, inputs: list) -> None:
     """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
     attention.npz (seed from the ``seed{N}`` folder), the aggregated head_scores table,
     and optionally a spec.json of the variant (for its smeared layers)."""
-    import pandas as pd
+    from .loading import open_npz, read_json, read_table
 
     means, scores, smear = {}, None, ()
     for path in map(Path, inputs):
         if path.suffix == ".npz":
             seed = int(path.parent.name.removeprefix("seed"))
-            with np.load(path, allow_pickle=False) as f:
-                n_layers = sum(k.startswith("mean_pattern_L") for k in f.files)
-                means[seed] = [f[f"mean_pattern_L{l}"] for l in range(n_layers)]
+            arrays = open_npz(path, "an attention.npz")
+            n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
+            means[seed] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
         elif path.suffix == ".csv":
-            scores = pd.read_csv(path)
+            scores = read_table(path, ["variant", "seed", "layer", "head"])
         elif path.suffix == ".json":
-            smear = tuple(json.loads(path.read_text()).get("model", {}).get("smear_layers", []))
+            smear = tuple(read_json(path, "a spec.json").get("model", {}).get("smear_layers", []))
         else:
             raise ValueError(f"attention_seeds: unexpected input {path}; expected attention.npz "
                              "files, a head_scores CSV and optionally a spec.json")

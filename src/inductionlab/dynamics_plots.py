@@ -203,8 +203,10 @@ def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
     from .data import TaskConfig, loss_floor
 
     out_dir = Path(out_dir)
-    frame = pd.read_csv(dynamics_csv)
-    phase = pd.read_csv(phase_csv, dtype={"step": str})
+    from .loading import read_table
+
+    frame = read_table(dynamics_csv, ["step", "metric"])
+    phase = read_table(phase_csv, ["metric", "step"], dtype={"step": str})
     floor = loss_floor(TaskConfig.from_dict(task)) if task else None
     written = []
     for name, fig in (("losses.png", loss_curves(frame, phase, f"{title} losses over training", floor)),
