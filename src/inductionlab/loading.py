@@ -8,7 +8,6 @@ bad file says so in one line instead of a traceback.
 from __future__ import annotations
 
 import json
-import math
 import pickle
 import zipfile
 from pathlib import Path
@@ -146,7 +145,3 @@ def read_table(path, columns=(), **read_csv_args):
     if missing:
         raise BadInput(path, f"has no column(s) {', '.join(missing)}; truncated or another table")
     return frame
-
-
-def finite_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

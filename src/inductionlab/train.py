@@ -21,7 +21,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from . import atomic
 from .data import sample_sequences, validation_set
-from .loading import non_finite
+from .loading import load_model, non_finite  # noqa: F401 - load_model: read back what save_model wrote
 from .metrics import evaluate, mean_loss, per_token_loss
 from .model import AttentionOnlyTransformer, build_model
 from .seeding import generator
@@ -115,7 +115,7 @@ class ResumeState:
     def prepare(self) -> list[str]:
         """Remove what killed or changed runs left behind; returns what was removed."""
         removed = []
-        stale = [p for p in self.out_dir.glob(".tmp-*")]
+        stale = list(self.out_dir.glob(".tmp-*"))
         stale += [p for p in self.out_dir.glob(".partial-*") if p != self.dir]
         stale += list(self.dir.glob(".tmp-*")) + list(self.ckpt_dir.glob(".tmp-*"))
         for path in stale:
@@ -179,7 +179,8 @@ def restore_adam(opt: torch.optim.Optimizer, named_params, moments: list[dict]) 
         state = {"step": parts[0]["step"].clone()}
         for key in parts[0]:
             if key != "step":
-                value = parts[0][key] if len(moments) == 1 and param.dim() == parts[0][key].dim() \
+                # a plain model's moments as they are; stacked members' along a new seed axis
+                value = parts[0][key] if param.dim() == parts[0][key].dim() \
                     else torch.stack([p[key] for p in parts])
                 state[key] = value.to(param.device, param.dtype).clone()
         opt.state[param] = state
@@ -532,10 +533,3 @@ def save_model(path, model, spec: dict) -> None:
                "torch_version": str(torch.__version__)}
     with atomic.atomic_path(path) as tmp:
         torch.save(payload, tmp)
-
-
-def load_model(path, device: str | torch.device = "cpu"):
-    """Rebuild a trained model from ``model.pt``; see :func:`inductionlab.loading.load_model`."""
-    from .loading import load_model as load
-
-    return load(path, device)
