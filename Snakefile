@@ -33,21 +33,28 @@ cap_local_cores(workflow)
 
 
 include: "workflow/rules/common.smk"
+
+
+# Extra experiments (found by check_workflow_config: a relative path in the working
+# directory or, failing that, next to this Snakefile), before the stages: an experiment
+# may register models, which every stage then trains and analyses like the variants.
+for extra in EXTRA_RULES:
+
+    include: extra
+
+
+# Every registered model, and only those, matches a rule's {model}.
+wildcard_constraints:
+    model="|".join(MODELS),
+    seed=r"\d+",
+
+
 include: "workflow/rules/settings.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/circuits.smk"
 include: "workflow/rules/behaviour.smk"
 include: "workflow/rules/ablations.smk"
 include: "workflow/rules/dynamics.smk"
-
-
-# Extra experiments (found by check_workflow_config: a relative path in the working
-# directory or, failing that, next to this Snakefile).
-for extra in EXTRA_RULES:
-
-    include: extra
-
-
 include: "workflow/rules/report.smk"
 
 

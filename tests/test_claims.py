@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from inductionlab.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, ClaimError, Tables,
-                                 evaluate_claim, evaluate_claims, format_value, load_claims,
-                                 metric_value, run_claims, scorecard)
+from inductionlab.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
+                                 Tables, evaluate_claim, evaluate_claims, family_claims,
+                                 format_value, load_claims, metric_value, run_claims, scorecard)
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
@@ -491,6 +491,58 @@ def test_run_claims_reads_tables_by_file_stem(tmp_path, tables):
     assert card.loc["acc", "verdict"] == "holds in 1 of 3 seeds"
     assert card.loc["induction", "verdict"] == "not measured in 3 of 3 seeds"
     assert "no table 'head_scores'" in card.loc["induction", "notes"]
+
+
+# ---------------------------------------------------------------- model families
+
+LOSS = {"table": "behaviour", "where": {"metric": "loss_all"}, "column": "value"}
+
+
+def test_family_claims_map_every_role_a_metric_reads():
+    beats = claim({"derived": "difference", "a": LOSS, "b": {**LOSS, "variant": "one_layer"}},
+                  "<", 0.0, variant="two_layer", id="beats")
+    alone = claim(LOSS, "<", 2.0, variant="two_layer", id="alone")
+    mapped = family_claims([beats, alone], {"two_layer": "deep_b", "one_layer": "shallow_b"})
+    assert [c["id"] for c in mapped] == ["beats", "alone"]
+    assert mapped[0]["variant"] == "deep_b" and mapped[0]["role"] == "two_layer"
+    assert mapped[0]["metric"]["b"]["variant"] == "shallow_b"  # the nested role too
+    assert beats["metric"]["b"]["variant"] == "one_layer"  # the claim set is not modified
+    # a family without the one_layer role cannot evaluate "beats"
+    assert [c["id"] for c in family_claims([beats, alone], {"two_layer": "deep_b"})] == ["alone"]
+    # the write-up's own family: every claim on the variant it names
+    assert [c["variant"] for c in family_claims([beats, alone], None)] == ["two_layer", "two_layer"]
+
+
+def test_run_claims_on_a_second_family_side_by_side(tmp_path, tables):
+    """A family whose model copies the one_layer rows of seed 0 but with a higher accuracy:
+    the accuracy claim flips, the loss claim does not, and the comparison says which."""
+    behaviour = tables["behaviour"]
+    copy = behaviour[behaviour["variant"] == "one_layer"].assign(variant="other")
+    copy.loc[copy["metric"] == "acc_pred", "value"] = 0.9
+    path = tmp_path / "behaviour.csv"
+    pd.concat([behaviour, copy]).to_csv(path, index=False)
+    claims_yaml = tmp_path / "claims.yaml"
+    claims_yaml.write_text(yaml.safe_dump({"claims": [
+        claim(ACC, "<", 0.5, id="acc"), claim(LOSS, ">", 2.0, id="loss"),
+        claim(LOSS, "<", 1.2, variant="two_layer", id="deep")]}))
+    families = {"fam": {"title": "other models", "models": {"one_layer": "other"}}}
+    run_claims(claims_yaml, [path], tmp_path / "claims.csv", tmp_path / "scorecard.csv",
+               families=families, comparison_csv=tmp_path / "comparison.csv")
+    card = pd.read_csv(tmp_path / "scorecard.csv", keep_default_na=False)
+    assert card[["family", "claim", "variant", "role"]].values.tolist() == [
+        ["write_up", "acc", "one_layer", "one_layer"], ["write_up", "loss", "one_layer", "one_layer"],
+        ["write_up", "deep", "two_layer", "two_layer"],
+        ["fam", "acc", "other", "one_layer"], ["fam", "loss", "other", "one_layer"]]
+    fam = card[card["family"] == "fam"].set_index("claim")
+    assert fam.loc["acc", "holds"] == 0 and fam.loc["loss", "holds"] == 1
+    comparison = pd.read_csv(tmp_path / "comparison.csv", keep_default_na=False).set_index("claim")
+    assert list(comparison.columns) == ["role", "group", "measure", "test", WRITE_UP_TITLE,
+                                        "other models", "differs"]
+    assert comparison["differs"].to_dict() == {"acc": True, "loss": False, "deep": False}
+    assert comparison.loc["acc", "other models"].startswith("other: does not replicate (holds in 0 of 3")
+    assert comparison.loc["deep", "other models"].startswith("not evaluated")
+    results = pd.read_csv(tmp_path / "claims.csv")
+    assert set(results["family"]) == {"write_up", "fam"}
 
 
 # ---------------------------------------------------------------- claims.yaml

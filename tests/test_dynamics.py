@@ -6,14 +6,14 @@ import pytest
 from matplotlib import pyplot as plt
 
 from conftest import tiny_spec
+from inductionlab.aggregate import aggregate
 from inductionlab.behaviour import write_behaviour
 from inductionlab.circuits import write_circuits
 from inductionlab.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
                                    NEVER, NO_LAYER_NOTE, NONE_FORMED, PHASE_COLUMNS,
                                    best_induction_heads, induction_layers, induction_rise,
                                    per_token_loss_pca, phase_change_table, pca, read_phase_change,
-                                   steepest_drop, write_dynamics, write_per_token_loss_pca,
-                                   write_phase_change_table)
+                                   steepest_drop, write_dynamics, write_per_token_loss_pca)
 from inductionlab.dynamics_plots import phase_change_figure, write_dynamics_figures
 from inductionlab.plots import write_figure
 from inductionlab.train import checkpoint_steps, load_model, train
@@ -140,9 +140,13 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     assert len(table) == len(pd.read_csv(folder / "dynamics.csv")["step"].unique()) + len(
         pd.read_csv(other / "dynamics.csv")["step"].unique())
     assert (tmp_path / "pca.png").stat().st_size > 0
-    phase = write_phase_change_table([folder / "phase_change.csv", other / "phase_change.csv"],
-                                     tmp_path / "phase.csv")
+    # the models' phase-change tables stacked by the generic aggregation, words kept as words
+    aggregate("phase_change", [folder / "phase_change.csv", other / "phase_change.csv"],
+              tmp_path / "phase.csv", tmp_path / "phase_summary.csv")
+    phase = read_phase_change(tmp_path / "phase.csv")
     assert list(phase.columns) == PHASE_COLUMNS and len(phase) == 4
+    summary = pd.read_csv(tmp_path / "phase_summary.csv")
+    assert set(summary["variant"]) == {"two_layer", "one_layer"} and "step" not in summary
     # a 1-layer model without smeared keys has no layer that can form an induction head
     assert not (pd.read_csv(other / "dynamics.csv")["metric"] == BEST_INDUCTION).any()
     rise = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "induction_rise")].iloc[0]

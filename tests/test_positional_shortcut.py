@@ -12,13 +12,12 @@ from inductionlab.behaviour import evaluation_samples
 from inductionlab.config import ConfigError, load_config, validate_experiment
 from inductionlab.data import TaskConfig, validation_set
 from inductionlab.model import ModelConfig, build_model, sinusoidal_table
-from inductionlab.positional_shortcut import (attention_summary, check_settings, learned_spec,
+from inductionlab.positional_shortcut import (attention_summary, check_settings,
                                               metric_names, offset_table, position_scores,
                                               position_summary, position_table,
                                               row_argmax_offsets, shortcut_metrics,
                                               shortcut_tables,
                                               write_figures, write_shortcut)
-from inductionlab.spec import make_spec
 from inductionlab.train import save_model
 
 from conftest import ROOT
@@ -166,15 +165,6 @@ def test_write_shortcut_and_figures(tmp_path):
 
 
 # ---------------------------------------------------------------- settings and spec
-
-def test_learned_spec_changes_only_the_table_and_the_name():
-    config = load_config(ROOT / "tests" / "config.tiny.yaml", SCHEMA)
-    base = make_spec(config, "one_layer", 2)
-    spec = learned_spec(base, "one_layer_learned")
-    assert spec["model"]["pos_encoding"] == "learned" and spec["variant"] == "one_layer_learned"
-    assert base["model"].get("pos_encoding", "original") == "original"  # not modified
-    assert {**spec, "variant": base["variant"], "model": base["model"]} == base
-
 
 def test_experiment_settings_get_their_defaults_and_errors_name_the_key():
     config = load_config(ROOT / "tests" / "config.tiny.yaml", SCHEMA)

@@ -2,6 +2,7 @@
 import pandas as pd
 import pytest
 
+from inductionlab import claims as C
 from inductionlab.report import story as S
 from inductionlab.report import tables as T
 from inductionlab.report.labels import label
@@ -19,9 +20,10 @@ def test_outcomes_and_tally():
     card = pd.DataFrame([card_row("a", 5, 5), card_row("b", 2, 5), card_row("c", 0, 5),
                          card_row("d", 0, 0, reason="no head has the induction role"),
                          card_row("e", 0, 3)])  # measured in 3, holds in none: seed-dependent
-    assert [S.outcome(r) for _, r in card.iterrows()] == [
-        S.ROBUST, S.SEED_DEPENDENT, S.NOT_REPLICATED, S.NOT_MEASURED, S.SEED_DEPENDENT]
-    assert S.tally(card) == {S.ROBUST: 1, S.SEED_DEPENDENT: 2, S.NOT_REPLICATED: 1, S.NOT_MEASURED: 1}
+    assert [C.outcome(r) for _, r in card.iterrows()] == [
+        C.ROBUST, C.SEED_DEPENDENT, C.NOT_REPLICATED, C.NOT_MEASURED_ANY, C.SEED_DEPENDENT]
+    assert S.tally(card) == {C.ROBUST: 1, C.SEED_DEPENDENT: 2, C.NOT_REPLICATED: 1,
+                             C.NOT_MEASURED_ANY: 1}
     assert S.evidence(card.iloc[3]) == "no head has the induction role"
     assert S.evidence(card.iloc[0]) == "0.6 to 0.9 (test ≥ 0.5); holds in 5 of 5 seeds"
     attention = pd.Series(card_row("f", 5, 5, chance="0.127"))  # an attention score: its chance level

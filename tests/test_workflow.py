@@ -282,10 +282,12 @@ def test_three_layer_model_has_every_layer_in_its_tables(tiny_run):
 
 SHORTCUT = "results/positional_shortcut"
 SHORTCUT_MODELS = ["one_layer_learned", "one_layer", "one_layer_smeared"]
+STUDY_MODELS = {"one_layer": "one_layer_standard", "one_layer_smeared": "one_layer_smeared_standard",
+                "two_layer": "two_layer_standard"}
 
 
 def test_positional_shortcut_trains_the_learned_table_model(tiny_run):
-    folder = tiny_run / SHORTCUT / "one_layer_learned" / "seed0"
+    folder = tiny_run / "results" / "one_layer_learned" / "seed0"  # a registered model
     spec = json.loads((folder / "spec.json").read_text())
     assert spec["variant"] == "one_layer_learned" and spec["model"]["pos_encoding"] == "learned"
     assert spec["model"]["n_layers"] == 1
@@ -296,14 +298,17 @@ def test_positional_shortcut_trains_the_learned_table_model(tiny_run):
     assert not torch.equal(model.pos.detach(), sinusoidal_table(24, 8, "learned"))  # trained
     assert (folder / "checkpoints" / "step000000.pt").is_file()
     assert pd.read_csv(folder / "train_log.csv")["step"].iloc[-1] == 60
-    assert (tiny_run / "logs" / "positional_shortcut" / "train" / "one_layer_learned" / "seed0.log").is_file()
+    # trained and analysed by the generic stages, like a variant
+    assert (tiny_run / "logs" / "train" / "one_layer_learned" / "seed0.log").is_file()
+    for name in ("weights.npz", "circuits.csv", "behaviour.csv", "ablations.csv", "dynamics.csv"):
+        assert (folder / name).is_file(), name
 
 
 def test_positional_shortcut_compares_the_configured_variants_that_exist(tiny_run):
     tables = tiny_run / "results" / "tables"
     metrics = pd.read_csv(tables / "positional_shortcut.csv")
-    assert list(dict.fromkeys(metrics["variant"])) == SHORTCUT_MODELS  # one_layer_standard skipped
-    assert not (tiny_run / SHORTCUT / "one_layer_standard").exists()
+    assert list(dict.fromkeys(metrics["variant"])) == SHORTCUT_MODELS  # four_layer skipped
+    assert not (tiny_run / "results" / "four_layer").exists()
     for name in ("positional_shortcut_offsets", "positional_shortcut_completions",
                  "positional_shortcut_positions"):
         frame = pd.read_csv(tables / f"{name}.csv")
@@ -312,7 +317,7 @@ def test_positional_shortcut_compares_the_configured_variants_that_exist(tiny_ru
     # the compared models are the main pipeline's: their validation loss is their training log's
     value = metrics.set_index(["variant", "metric"])["value"]
     for variant, log in (("one_layer", tiny_run / "results" / "one_layer" / "seed0" / "train_log.csv"),
-                         ("one_layer_learned", tiny_run / SHORTCUT / "one_layer_learned" / "seed0"
+                         ("one_layer_learned", tiny_run / "results" / "one_layer_learned" / "seed0"
                           / "train_log.csv")):
         assert value[variant, "loss_all"] == pytest.approx(pd.read_csv(log)["val_loss_all"].iloc[-1],
                                                            rel=1e-5), variant
@@ -325,7 +330,7 @@ def test_positional_shortcut_section_is_in_the_html_and_the_pdf(tiny_run, report
     sections = [s for s in manifest["sections"] if s["name"] == "positional_shortcut"]
     assert len(sections) == 1 and sections[0]["scope"] == "study"
     title = sections[0]["title"]
-    assert "one_layer_standard: not in this run's variants" in sections[0]["text"]
+    assert "four_layer: not in this run's variants" in sections[0]["text"]
     assert title in html and 'id="study-positional_shortcut"' in html
     assert squash(title) in pdf
     summary = pd.read_csv(tiny_run / "results" / "tables" / "positional_shortcut_summary.csv")
@@ -335,6 +340,52 @@ def test_positional_shortcut_section_is_in_the_html_and_the_pdf(tiny_run, report
     for figure in ("attention_by_offset.png", "positional_scores.png"):
         png = (tiny_run / SHORTCUT / "figures" / figure).read_bytes()
         assert "data:image/png;base64," + base64.b64encode(png).decode() in html, figure
+
+
+# ---------------------------------------------------------------- the positional-table study
+
+def test_positional_table_study_trains_registered_models(tiny_run):
+    """Three models derived from the variants, trained and analysed by the generic rules."""
+    for base, name in STUDY_MODELS.items():
+        folder = tiny_run / "results" / name / "seed0"
+        spec = json.loads((folder / "spec.json").read_text())
+        base_spec = json.loads((tiny_run / "results" / base / "seed0" / "spec.json").read_text())
+        assert spec["variant"] == name and spec["model"]["pos_encoding"] == "standard"
+        assert {**spec["model"], "pos_encoding": "original"} == base_spec["model"]
+        assert load_model(folder / "model.pt")[0].cfg.pos_encoding == "standard"
+        for table in ("behaviour.csv", "head_scores.csv", "ablations.csv", "phase_change.csv"):
+            assert (folder / table).is_file(), (name, table)
+    behaviour = pd.read_csv(tiny_run / "results" / "tables" / "behaviour.csv")
+    assert set(STUDY_MODELS.values()) <= set(behaviour["variant"])
+    # the headline table is the write-up's models only
+    manifest = json.loads((tiny_run / "results" / "report" / "manifest.json").read_text())
+    assert manifest["headline"]["where"]["variant"] == list(VARIANTS)
+
+
+def test_positional_table_study_evaluates_the_claims_on_its_family(tiny_run):
+    tables = tiny_run / "results" / "tables"
+    card = pd.read_csv(tables / "scorecard.csv", keep_default_na=False)
+    study = card[card["family"] == "positional_table"]
+    write_up = card[card["family"] == "write_up"]
+    # every claim about a role the family maps, on that role's retrained model
+    roles = write_up[write_up["role"].isin(STUDY_MODELS)]
+    assert len(study) == len(roles) > 0
+    assert (study["variant"] == study["role"].map(STUDY_MODELS)).all()
+    assert set(study["claim"]) == set(roles["claim"])
+    comparison = pd.read_csv(tables / "family_comparison.csv", keep_default_na=False)
+    assert {"the write-up's models", "pos_encoding: standard", "differs"} <= set(comparison.columns)
+    assert len(comparison) == len(write_up)
+    row = comparison.set_index("claim").loc[study["claim"].iloc[0]]
+    assert row["pos_encoding: standard"].startswith(study["variant"].iloc[0] + ": ")
+
+
+def test_positional_table_study_section_and_family_table_in_the_report(tiny_run, report_files):
+    html, pdf, manifest = report_files
+    sections = [s for s in manifest["sections"] if s["name"] == "positional_table"]
+    assert len(sections) == 1 and sections[0]["scope"] == "study"
+    assert squash(sections[0]["title"]) in pdf and 'id="study-positional_table"' in html
+    assert "Claims on other model families" in html and squash("Claims on other model families") in pdf
+    assert "100.0% of the variance of the original table" in html
 
 
 def _without_experiment(work):

@@ -30,6 +30,8 @@ TABLE_KEYS = {
     "ablations": ["ablation", "kind", "layer", "head", "source_layer", "source_head",
                   "queries_from", "keys_from", "values_from", "status"],
     "dynamics": ["step", "metric", "layer", "head", "position"],
+    # step is an integer or a word ("never", "none formed"): kept in the long table only
+    "phase_change": ["metric"],
 }
 
 

@@ -11,6 +11,13 @@ of uniform causal attention on the same queries and keys). ``threshold: role`` i
 head-role rule of the config (``behaviour.roles``): at least ``times_chance`` ×
 chance and at least chance + ``above_chance``. A value within ``at_chance_within``
 of its chance level is reported as sitting at chance.
+
+A claim names the write-up's model it is about (``variant``: one_layer, one_layer_smeared,
+two_layer), its role. A *family* maps roles to trained models: the write-up's own family
+(:data:`WRITE_UP`) maps every role to the variant of that name; another (an experiment's)
+maps some roles to other models, and the claims of those roles are evaluated on them
+(every ``variant:`` inside a metric follows the same map). Each row names its family and
+role; :func:`family_comparison` sets the families' outcomes side by side.
 """
 from __future__ import annotations
 
@@ -24,6 +31,8 @@ import yaml
 from .roles import role_threshold
 
 HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
+WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
+WRITE_UP_TITLE = "the write-up's models"
 MARKS = {HOLDS: "✓", FAILS: "✗", NOT_MEASURED: "–"}
 INFINITY_NOTE = {"phase_change_gap": "∞: one of the two steps was never reached in training",
                  "ratio": "∞: division by zero", "chance_excess_ratio": "∞: division by zero"}
@@ -297,6 +306,45 @@ def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> float:
     return table_metric(tables, spec, variant, seed)
 
 
+# ---------------------------------------------------------------- families
+
+
+def _remap(spec, models: dict):
+    """``spec`` with every nested ``variant:`` mapped through ``models`` (role -> model)."""
+    if isinstance(spec, dict):
+        return {k: (models.get(v, v) if k == "variant" else _remap(v, models)) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [_remap(v, models) for v in spec]
+    return spec
+
+
+def family_claims(claims: list[dict], models: dict | None) -> list[dict]:
+    """The claims of the roles ``models`` maps (role -> model), each on its model, with its
+    ``role`` kept; ``None``: the write-up's family, every claim on the variant it names.
+    A claim whose metric reads another role that ``models`` does not map is left out."""
+    out = []
+    for claim in claims:
+        if models is None:
+            out.append({**claim, "role": claim["variant"]})
+            continue
+        roles = {claim["variant"]} | _variants_in({k: v for k, v in claim.items() if k != "variant"})
+        if not roles <= set(models):
+            continue
+        out.append({**_remap(claim, models), "variant": models[claim["variant"]],
+                    "role": claim["variant"]})
+    return out
+
+
+def _variants_in(spec) -> set:
+    """Every ``variant:`` named inside (nested) metric specs."""
+    if isinstance(spec, dict):
+        own = {spec["variant"]} if isinstance(spec.get("variant"), str) else set()
+        return own.union(*(_variants_in(v) for v in spec.values()))
+    if isinstance(spec, list):
+        return set().union(*(_variants_in(v) for v in spec))
+    return set()
+
+
 # ---------------------------------------------------------------- evaluation
 
 SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
@@ -347,7 +395,8 @@ def _optional(tables, spec, variant, seed) -> float:
 def evaluate_claim(claim: dict, tables: dict, seed: int,
                    at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> dict:
     """One row: the claim on one seed, with its value, chance level, threshold and status."""
-    row = {"claim": claim["id"], "variant": claim["variant"], "seed": seed,
+    row = {"claim": claim["id"], "variant": claim["variant"],
+           "role": claim.get("role", claim["variant"]), "seed": seed,
            "compare": claim["compare"], "threshold": claim["threshold"]}
     chance = (_optional(tables, claim["chance"], claim["variant"], seed) if "chance" in claim
               else math.nan)
@@ -411,7 +460,7 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
     rules = rules or DEFAULT_ROLE_RULES
     rows = []
     for claim in claims:
-        mine = results[results["claim"] == claim["id"]]
+        mine = results[(results["claim"] == claim["id"]) & (results["variant"] == claim["variant"])]
         measured = mine[mine["status"] != NOT_MEASURED]
         k, n = int((mine["status"] == HOLDS).sum()), len(mine)
         if len(measured) == 0:
@@ -453,7 +502,8 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
         if other:
             notes.append(" | ".join(other))
         rows.append({
-            "claim": claim["id"], "variant": claim["variant"], "group": claim.get("group", ""),
+            "claim": claim["id"], "variant": claim["variant"],
+            "role": claim.get("role", claim["variant"]), "group": claim.get("group", ""),
             "source": claim.get("source", "write-up"), "quote": claim.get("quote", ""),
             "statement": claim.get("statement", ""),
             "measure": claim.get("measure", ""), "test": test_text(claim, rules),
@@ -476,22 +526,82 @@ def load_settings(claims_yaml) -> dict:
             "groups": dict(data.get("groups", {}))}
 
 
-def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None) -> None:
-    """Evaluate claims.yaml on the aggregated per-seed tables (named by file stem).
+ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED_ANY = (
+    "replicates in every seed", "depends on the seed", "does not replicate", "could not be measured")
+OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED_ANY)
+
+
+def outcome(row) -> str:
+    """One scorecard row's outcome: robust (holds in every seed), seed-dependent, not
+    replicated (measured in every seed, holds in none) or not measured (in any seed)."""
+    holds, measured, seeds = int(row["holds"]), int(row["measured"]), int(row["seeds"])
+    if measured == 0:
+        return NOT_MEASURED_ANY
+    if holds == seeds:
+        return ROBUST
+    if holds == 0 and measured == seeds:
+        return NOT_REPLICATED
+    return SEED_DEPENDENT
+
+
+def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFrame:
+    """One row per claim: its outcome in each family side by side (a column per family,
+    named by its title, in ``families`` order: name -> title), and ``differs``: whether
+    the families that evaluate it disagree."""
+    rows = []
+    for (role, claim), mine in card.groupby(["role", "claim"], sort=False):
+        first = mine.iloc[0]
+        row = {"role": role, "claim": claim, "group": first["group"], "measure": first["measure"],
+               "test": first["test"]}
+        kinds = set()
+        for name, title in families.items():
+            r = mine[mine["family"] == name]
+            if not len(r):
+                row[title] = "not evaluated (no model in this role)"
+                continue
+            r = r.iloc[0]
+            kinds.add(outcome(r))
+            measured = f"holds in {int(r['holds'])} of {int(r['seeds'])} seeds"
+            row[title] = f"{r['variant']}: {outcome(r)} ({measured}" + (
+                f"; {r['range']})" if r["range"] else ")")
+        row["differs"] = len(kinds) > 1
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None,
+               families: dict | None = None, comparison_csv=None) -> None:
+    """Evaluate claims.yaml on the aggregated per-seed tables (named by file stem), for
+    the write-up's family and every other family in ``families`` (name -> {title,
+    models: role -> model}); ``comparison_csv``: their outcomes side by side.
 
     ``roles``: the head-role rule (``behaviour.roles`` of the config). The seeds are
     every seed that appears in any table.
     """
     from .atomic import write_csv
+    from .loading import read_table
 
     claims = load_claims(claims_yaml)
     settings = load_settings(claims_yaml)
-    from .loading import read_table
-
+    families = {WRITE_UP: {"title": WRITE_UP_TITLE, "models": None},
+                **{k: v for k, v in (families or {}).items() if k != WRITE_UP}}
     tables = Tables({Path(p).stem: read_table(p) for p in table_paths}, roles)
     seeds = sorted({int(s) for t in tables.values() if "seed" in t for s in t["seed"].unique()})
-    results = evaluate_claims(claims, tables, seeds, settings["at_chance_within"])
+    results, cards = [], []
+    for name, family in families.items():
+        mine = family_claims(claims, family["models"])
+        if not mine:
+            continue
+        rows = evaluate_claims(mine, tables, seeds, settings["at_chance_within"])
+        card = scorecard(mine, rows, tables.roles, settings["at_chance_within"])
+        for frame in (rows, card):
+            frame.insert(0, "family", name)
+        results.append(rows)
+        cards.append(card)
+    results, card = pd.concat(results, ignore_index=True), pd.concat(cards, ignore_index=True)
     write_csv(claims_csv, results)
-    card = scorecard(claims, results, tables.roles, settings["at_chance_within"])
-    card.insert(3, "group_title", [settings["groups"].get(g, g) for g in card["group"]])
+    card.insert(5, "group_title", [settings["groups"].get(g, g) for g in card["group"]])
     write_csv(scorecard_csv, card)
+    if comparison_csv is not None:
+        write_csv(comparison_csv, family_comparison(
+            card, {k: f["title"] for k, f in families.items()}))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -154,12 +153,6 @@ def _cmd_per_token_loss_pca(args) -> None:
           f"{frame['explained_variance_PC2'].iloc[0]:.3f}", file=sys.stderr)
 
 
-def _cmd_phase_change_table(args) -> None:
-    from .dynamics import write_phase_change_table
-
-    write_phase_change_table(args.phase_change, args.out)
-
-
 def _cmd_aggregate(args) -> None:
     from .aggregate import aggregate
 
@@ -168,11 +161,14 @@ def _cmd_aggregate(args) -> None:
 
 def _cmd_claims(args) -> None:
     from .claims import run_claims
+    from .loading import read_json
 
     roles = None
     if args.roles is not None:
-        roles = json.loads(args.roles.read_text())["roles"]
-    run_claims(args.claims_yaml, args.tables, args.claims, args.scorecard, roles)
+        roles = read_json(args.roles, "a behaviour settings JSON")["roles"]
+    families = read_json(args.families, "a model families JSON") if args.families else None
+    run_claims(args.claims_yaml, args.tables, args.claims, args.scorecard, roles,
+               families=families, comparison_csv=args.comparison)
 
 
 def _cmd_figure(args) -> None:
@@ -297,10 +293,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--figure", type=Path, default=None)
     p.set_defaults(func=_cmd_per_token_loss_pca)
 
-    p = sub.add_parser("phase-change-table", help="every model's phase_change.csv in one table")
-    p.add_argument("phase_change", type=Path, nargs="+")
-    p.add_argument("--out", type=Path, required=True)
-    p.set_defaults(func=_cmd_phase_change_table)
 
     p = sub.add_parser("aggregate", help="stack per-model tables; mean, std, min, max across seeds")
     p.add_argument("name", help="table name (selects its key columns)")
@@ -319,6 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--roles", type=Path, default=None,
                    help="behaviour settings JSON whose 'roles' hold the head-role rule "
                    "(default: 2 x chance and chance + 0.2)")
+    p.add_argument("--families", type=Path, default=None,
+                   help="JSON of further model families: name -> {title, models: role -> model}")
+    p.add_argument("--comparison", type=Path, default=None,
+                   help="output: every family's outcome of each claim, side by side")
     p.set_defaults(func=_cmd_claims)
 
     p = sub.add_parser("figure", help="a cross-seed figure of one variant")

@@ -514,12 +514,3 @@ def read_phase_change(path) -> pd.DataFrame:
     frame = read_table(path, PHASE_COLUMNS, dtype={"step": str, "note": str})
     frame["note"] = frame["note"].fillna("")
     return frame
-
-
-def write_phase_change_table(paths, out_csv) -> pd.DataFrame:
-    """Every model's phase_change.csv in one table."""
-    from . import atomic
-
-    frame = pd.concat([read_phase_change(p) for p in paths], ignore_index=True)[PHASE_COLUMNS]
-    atomic.write_csv(out_csv, frame)
-    return frame

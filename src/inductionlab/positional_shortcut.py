@@ -24,7 +24,6 @@ them. The attention measures are the pipeline's own head scores
 """
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
@@ -45,14 +44,6 @@ COMPLETION_COLUMNS = ["variant", "seed", "prompt", "in_distribution", "completio
 def copy_offset(task: TaskConfig) -> int:
     """The offset that solves the task: token i + 1 equals token i − (block_len − 1)."""
     return task.block_len - 1
-
-
-def learned_spec(spec: dict, name: str) -> dict:
-    """``spec`` (a variant's resolved spec) with a learned positional table, as model ``name``."""
-    out = copy.deepcopy(spec)
-    out["variant"] = name
-    out["model"]["pos_encoding"] = "learned"
-    return out
 
 
 def check_settings(settings: dict, config: dict) -> list[str]:

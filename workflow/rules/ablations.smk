@@ -15,9 +15,9 @@ rule ablations:
         table=model_file("ablations.csv"),
         attention=model_file("ablated_attention.npz"),
     log:
-        "logs/ablations/{variant}/seed{seed}.log",
+        "logs/ablations/{model}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/ablations/{variant}/seed{seed}.tsv"
+        "results/benchmarks/ablations/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=3000,
@@ -86,7 +86,7 @@ report_section(
                    "label": "L{}H{}"}},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{variant}}/ablations.png", "appendix": True,
+        {"path": f"{RESULTS}/figures/{{model}}/ablations.png", "appendix": True,
          "caption": "Validation loss under every ablation; bars are the mean over seeds, whiskers min–max."},
     ],
 )
@@ -101,6 +101,6 @@ report_section(
     "on), and with queries from the residual only (K-composition off). Diagonal stripes at offsets "
     "5, 11 and 17 are attention on the target's earlier copies; the lines from keys 0–5 are the "
     "first-block copies.",
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/ablated_attention.png",
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/ablated_attention.png",
               "caption": "Attention of each later layer, clean and ablated (first seed)."}],
 )

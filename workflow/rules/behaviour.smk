@@ -12,9 +12,9 @@ rule behaviour:
         head_scores=model_file("head_scores.csv"),
         summary=model_file("behaviour.csv"),
     log:
-        "logs/behaviour/{variant}/seed{seed}.log",
+        "logs/behaviour/{model}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/behaviour/{variant}/seed{seed}.tsv"
+        "results/benchmarks/behaviour/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=3000,
@@ -32,7 +32,7 @@ rule attention_figures:
     output:
         directory(model_file("figures/attention")),
     log:
-        "logs/attention_figures/{variant}/seed{seed}.log",
+        "logs/attention_figures/{model}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -122,7 +122,7 @@ report_section(
                      "previous_token", "local", "prefix_matching", "copying", "roles"]},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{variant}}/attention_seeds.png",
+        {"path": f"{RESULTS}/figures/{{model}}/attention_seeds.png",
          "caption": "Mean attention pattern of every head over random task sequences, every seed "
          "(one row per seed). Head numbers are arbitrary across seeds, so within each seed and "
          "layer the heads are ordered by a score, highest first: the induction score in layers "
@@ -159,7 +159,7 @@ report_section(
     text="Each of the block's repetition patterns (set partitions of its positions) is sampled and "
     "scored; the error mass (probability under the training distribution × error rate) ranks the "
     "failures by how much they cost on real data.",
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/failure_modes.png",
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/failure_modes.png",
               "caption": "Patterns with the largest error mass; bars are the mean over seeds, whiskers min–max."}],
     tables=[{"path": aggregated_table("failure_modes", summary=True), "appendix": True,
              "caption": "The 12 patterns with the lowest teacher-forced accuracy (mean over seeds).",

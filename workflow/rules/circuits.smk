@@ -12,7 +12,7 @@ rule circuits:
         composition=model_file("composition.csv"),
         eigenvalues=model_file("eigenvalues.npz"),
     log:
-        "logs/circuits/{variant}/seed{seed}.log",
+        "logs/circuits/{model}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -28,7 +28,7 @@ rule circuit_figures:
     output:
         directory(model_file("figures/circuits")),
     log:
-        "logs/circuit_figures/{variant}/seed{seed}.log",
+        "logs/circuit_figures/{model}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -67,7 +67,7 @@ report_section(
          "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
                    "label": "QK L{}H{}"}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/spectra.png", "appendix": True,
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/spectra.png", "appendix": True,
               "caption": "Nonzero eigenvalues of the direct path and the OV circuits in the complex plane."},
              {"path": model_file("figures/circuits/ov.png"), "dir": model_file("figures/circuits"),
               "appendix": True,
@@ -102,6 +102,6 @@ report_section(
          "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],
                    "values": "score_minus_baseline", "label": "L{}H{}"}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/composition.png",
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/composition.png",
               "caption": "Composition grids of the first seed: term positivity (top) and score minus baseline (bottom)."}],
 )

@@ -1,28 +1,67 @@
-# Helpers shared by every stage: the list of models and their result folders.
+# Helpers shared by every stage: the registry of trained models and their result folders.
+#
+# A model is a variant of the config or a model an experiment derives from one with
+# `register_model(name, base, **changes)`. Every registered model gets the generic
+# stages (spec, training, weights, circuits, behaviour, ablations, dynamics, aggregated
+# tables) in results/{model}/seed{seed}/. The config's variants are the report's chapters.
 import json
 import os
 import shlex
+import sys
 
-from inductionlab.spec import make_spec
+from inductionlab.spec import DerivedModel, make_spec
 
 VARIANTS = list(config["variants"])
 SEEDS = [int(s) for s in config["seeds"]]
+FIRST_SEED = SEEDS[0]  # the seed of every single-seed figure and table
 RESULTS = "results"
 
+MODELS = {name: None for name in VARIANTS}  # name -> DerivedModel (None: a config variant)
 
-wildcard_constraints:
-    variant="|".join(VARIANTS),
-    seed=r"\d+",
+
+def register_model(name, base, **changes):
+    """Register model ``name``: variant ``base`` with ``changes`` to its model fields, trained
+    and analysed for every seed like a variant. Returns ``name``. Re-registering the same
+    model is allowed (two experiments may share one); a different one under a taken name is not."""
+    try:
+        derived = DerivedModel.of(config, name, base, changes)
+    except ValueError as err:
+        sys.exit(f"inductionlab: {err}")
+    if MODELS.get(name, derived) != derived:
+        sys.exit(f"inductionlab: model {name!r} is registered twice with different changes")
+    MODELS[name] = derived
+    return name
+
+
+FAMILIES = {}  # name -> {"title", "models": {role: model}} (the write-up's own family is implicit)
+
+
+def register_family(name, title, **models):
+    """Evaluate the claim set (workflow/claims.yaml) on another family of models too:
+    ``models`` maps the write-up's roles (the variant names the claims are about:
+    one_layer, one_layer_smeared, two_layer) to registered models. Its outcomes are
+    shown beside the write-up's family in the report's scorecard."""
+    unknown = sorted(m for m in models.values() if m not in MODELS)
+    if unknown:
+        sys.exit(f"inductionlab: family {name!r}: model(s) {unknown} are not registered "
+                 "(register_model first)")
+    FAMILIES[name] = {"title": title, "models": dict(models)}
+    return name
+
+
+def model_settings(name):
+    """The resolved model fields of a registered model (n_layers, smear_layers, ...)."""
+    return make_spec(config, name, FIRST_SEED, MODELS[name])["model"]
 
 
 def model_file(name):
-    """Path pattern of ``name`` in a model's result folder (wildcards variant, seed)."""
-    return f"{RESULTS}/{{variant}}/seed{{seed}}/{name}"
+    """Path pattern of ``name`` in a model's result folder (wildcards model, seed)."""
+    return f"{RESULTS}/{{model}}/seed{{seed}}/{name}"
 
 
-def per_model(name):
-    """``name`` in every (variant, seed) result folder."""
-    return expand(model_file(name), variant=VARIANTS, seed=SEEDS)
+def per_model(name, models=None):
+    """``name`` in the result folder of every seed of ``models`` (default: every registered model)."""
+    return expand(model_file(name), model=list(models or MODELS), seed=SEEDS)
 
 
 def all_weights():
@@ -46,23 +85,29 @@ def ablation_outputs():
 def dynamics_outputs():
     files = ["dynamics.csv", "per_token_losses.npz", "phase_change.csv", "figures/dynamics"]
     return [path for name in files for path in per_model(name)] + [
+        aggregated_table("phase_change"),
         f"{RESULTS}/tables/per_token_loss_pca.csv",
-        f"{RESULTS}/tables/phase_change.csv",
         f"{RESULTS}/figures/per_token_loss_pca.png",
     ]
 
 
 def model_spec_json(wildcards):
     """The resolved spec of one model; a params change reruns that model only."""
-    return json.dumps(make_spec(config, wildcards.variant, int(wildcards.seed)), sort_keys=True)
+    name = wildcards.model
+    return json.dumps(make_spec(config, name, int(wildcards.seed), MODELS[name]), sort_keys=True)
 
 
 def stage_settings_json(wildcards):
-    """One config section (plus the task) as JSON; a change reruns only that stage."""
-    return json.dumps({**config[wildcards.stage], "task": config["task"]}, sort_keys=True)
+    """One config section, or one experiment's settings, plus the task as JSON; a change
+    reruns only the jobs that read it."""
+    stage = wildcards.stage
+    section = config[stage] if stage in config else config["experiments"][stage]
+    return json.dumps({**section, "task": config["task"]}, sort_keys=True)
 
 
 def settings_file(stage):
+    """results/settings/{stage}.json: a config section (behaviour, dynamics, ...) or the
+    settings of an experiment under ``experiments``."""
     return f"{RESULTS}/settings/{stage}.json"
 
 
@@ -70,11 +115,12 @@ def settings_file(stage):
 # A stage declares what the report shows of it with `report_section(...)` in its rule
 # file; the report includes every registered section, so a new experiment appears in
 # the report without editing a template. Per-model tables registered with
-# `aggregated_table(name)` are stacked across models into results/tables/{name}.csv
-# (with the spread across seeds in {name}_summary.csv).
+# `aggregated_table(name)` are stacked across models (every registered model, or the
+# ones named) into results/tables/{name}.csv, with the spread across seeds in
+# {name}_summary.csv.
 
 REPORT_SECTIONS = []
-AGGREGATED_TABLES = []
+AGGREGATED_TABLES = {}  # table name -> the models whose {name}.csv it stacks (None: every model)
 REPORT_HIGHLIGHTS = []
 
 
@@ -85,18 +131,32 @@ def report_highlight(path, text):
     REPORT_HIGHLIGHTS.append({"path": path, "text": text})
 
 
-def aggregated_table(name, summary=False):
-    """Path of the stacked table of every model's ``{name}.csv`` (or of its summary)."""
-    if name not in AGGREGATED_TABLES:
-        AGGREGATED_TABLES.append(name)
+def aggregated_table(name, summary=False, models=None):
+    """Path of the stacked table of ``{name}.csv`` of every seed of ``models`` (default:
+    every registered model), or of its summary. A table is one set of models: naming it
+    again with other models is an error."""
+    models = list(models) if models is not None else None
+    if AGGREGATED_TABLES.setdefault(name, models) != models:
+        sys.exit(f"inductionlab: table {name!r} is aggregated over {AGGREGATED_TABLES[name]} "
+                 f"and over {models}; give it one set of models")
+    return table_path(name, summary)
+
+
+def table_path(name, summary=False):
+    """Path of an aggregated table that is registered already."""
     return f"{RESULTS}/tables/{name}{'_summary' if summary else ''}.csv"
+
+
+def aggregated_inputs(name):
+    """The per-model files the table ``name`` stacks."""
+    return per_model(f"{name}.csv", AGGREGATED_TABLES[name])
 
 
 def report_section(name, title, scope="variant", order=50, text="", tables=(), figures=(),
                    template=None, variants=None):
     """Register a report section.
 
-    scope: "variant" (shown in every variant's chapter; paths may use {variant} and
+    scope: "variant" (shown in every variant's chapter; paths may use {model} and
     {seed}, the first seed) or "study" (once, after the chapters).
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
     columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table);
@@ -116,11 +176,25 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
                                 variants=variants))
 
 
-def _resolve(spec, **names):
+def section_prose(path, **values):
+    """The words of a report section (title, text, captions) from a prose file: a YAML
+    mapping of names to jinja2 templates rendered with ``values``. ``path`` is relative to
+    the rule file that calls this."""
+    from inductionlab.report.prose import ProseError, read_prose
+
+    try:
+        return read_prose(os.path.join(workflow.current_basedir, path), **values)
+    except ProseError as err:
+        sys.exit(f"inductionlab: {err}")
+
+
+def _resolve(spec, chapter):
+    """A table or figure spec with its paths formatted for one chapter: {model} (or
+    {model}) is the chapter's variant, {seed} the first seed."""
     out = dict(spec)
     for key in ("path", "dir"):
         if key in out:
-            out[key] = out[key].format(**names)
+            out[key] = out[key].format(variant=chapter, model=chapter, seed=FIRST_SEED)
     return out
 
 
@@ -129,8 +203,8 @@ def resolved_sections():
     sections = []
     for s in REPORT_SECTIONS:
         keys = ((s["variants"] or VARIANTS) if s["scope"] == "variant" else ["_study"])
-        items = {key: {"tables": [_resolve(t, variant=key, seed=SEEDS[0]) for t in s["tables"]],
-                       "figures": [_resolve(f, variant=key, seed=SEEDS[0]) for f in s["figures"]]}
+        items = {key: {"tables": [_resolve(t, key) for t in s["tables"]],
+                       "figures": [_resolve(f, key) for f in s["figures"]]}
                  for key in keys}
         sections.append({k: s[k] for k in ("name", "title", "scope", "order", "text", "template")}
                         | {"items": items})
@@ -166,12 +240,15 @@ def report_manifest_json(wildcards):
         "seeds": SEEDS,
         "loss_floor": loss_floor(TaskConfig.from_dict(config["task"])),
         "scorecard": f"{RESULTS}/tables/scorecard.csv",
+        "families": {name: f["title"] for name, f in FAMILIES.items()},
+        "family_comparison": f"{RESULTS}/tables/family_comparison.csv",
         "claim_groups": list(claim_groups().items()),  # a list: the manifest's keys are sorted
         "failure_modes": aggregated_table("failure_modes", summary=True),
         "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),
         "headline": {
             "path": aggregated_table("behaviour", summary=True),
+            "where": {"variant": VARIANTS},  # an experiment's models are in its section
             "spread": {"index": ["variant"],
                        "metrics": ["loss_all", "loss_pred", "acc_pred", "random_len12_acc_mean",
                                    "random_len6_acc_mean", "icl_score"]},

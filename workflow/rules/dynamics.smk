@@ -1,11 +1,7 @@
 # Training dynamics: every checkpoint of a model scored with the functions the circuits
 # and behaviour stages apply to the final model; per-token losses on one fixed set for a
-# joint PCA across all models; phase-change steps per model and in one table.
+# joint PCA across all models; phase-change steps per model (stacked by `aggregate`).
 # No `conda:` directive, for the reason given in train.smk.
-
-
-localrules:
-    phase_change_table,
 
 
 rule dynamics:
@@ -19,9 +15,9 @@ rule dynamics:
         losses=model_file("per_token_losses.npz"),
         phase_change=model_file("phase_change.csv"),
     log:
-        "logs/dynamics/{variant}/seed{seed}.log",
+        "logs/dynamics/{model}/seed{seed}.log",
     benchmark:
-        "results/benchmarks/dynamics/{variant}/seed{seed}.tsv"
+        "results/benchmarks/dynamics/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=2000,
@@ -40,7 +36,7 @@ rule dynamics_figures:
     output:
         directory(model_file("figures/dynamics")),
     log:
-        "logs/dynamics_figures/{variant}/seed{seed}.log",
+        "logs/dynamics_figures/{model}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -69,17 +65,6 @@ rule per_token_loss_pca:
         "--figure {output.figure} > {log} 2>&1"
 
 
-rule phase_change_table:
-    input:
-        per_model("phase_change.csv"),
-    output:
-        f"{RESULTS}/tables/phase_change.csv",
-    log:
-        "logs/phase_change_table.log",
-    shell:
-        "inductionlab phase-change-table {input} --out {output} > {log} 2>&1"
-
-
 report_section(
     name="dynamics",
     title="Training dynamics",
@@ -96,17 +81,17 @@ report_section(
     "last checkpoint (value: the best score there; layer/head: that head). When final - chance is "
     "below dynamics.min_induction_gain, or no layer can form an induction head, no induction head "
     "formed: the step reads 'none formed' and the note gives the numbers.",
-    tables=[{"path": f"{RESULTS}/tables/phase_change.csv",
+    tables=[{"path": aggregated_table("phase_change"),
              "caption": "Phase-change steps per seed, with the chance level of the induction score "
              "and, where a detector found no step, why.",
              "columns": ["seed", "metric", "step", "value", "chance", "layer", "head", "note"]}],
     figures=[
-        {"path": f"{RESULTS}/figures/{{variant}}/phase_change.png",
+        {"path": f"{RESULTS}/figures/{{model}}/phase_change.png",
          "caption": "Phase change per seed: predictable-target loss (left) and the best head's "
          "induction score with its chance level (right) over training, one colour per seed; "
          "vertical lines in the seed's colour mark its steepest loss drop (dashed) and its "
          "induction rise (dotted); a seed whose detector found no step says so in the legend."},
-        {"path": f"{RESULTS}/figures/{{variant}}/dynamics.png",
+        {"path": f"{RESULTS}/figures/{{model}}/dynamics.png",
          "caption": "Predictable loss, ICL score and the largest induction and previous-token "
          "scores of any head over training, with their chance levels: mean over seeds, band "
          "min–max."},

@@ -7,19 +7,19 @@
 # here, at parse time, so that the aggregate rule knows them.
 FIGURE_INPUTS = {
     "training": [aggregated_table("train_log")],
-    "spectra": lambda w: expand(model_file("eigenvalues.npz"), variant=w.variant, seed=SEEDS),
+    "spectra": lambda w: expand(model_file("eigenvalues.npz"), model=w.model, seed=SEEDS),
     "composition": [aggregated_table("composition")],
     "failure_modes": [aggregated_table("failure_modes")],
     "ablations": [aggregated_table("ablations")],
     "ablated_attention": lambda w: [
-        model_file("ablated_attention.npz").format(variant=w.variant, seed=SEEDS[0])
+        model_file("ablated_attention.npz").format(model=w.model, seed=FIRST_SEED)
     ],
     "dynamics": [aggregated_table("dynamics")],
-    "phase_change": [aggregated_table("dynamics"), f"{RESULTS}/tables/phase_change.csv"],
+    "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
     # every seed's mean patterns, the head scores that order them, the spec (smeared layers)
     "attention_seeds": lambda w, scores=aggregated_table("head_scores"): (
-        expand(model_file("attention.npz"), variant=w.variant, seed=SEEDS)
-        + [scores, model_file("spec.json").format(variant=w.variant, seed=SEEDS[0])]
+        expand(model_file("attention.npz"), model=w.model, seed=SEEDS)
+        + [scores, model_file("spec.json").format(model=w.model, seed=FIRST_SEED)]
     ),
 }
 
@@ -29,13 +29,14 @@ localrules:
     aggregate,
     claims,
     figure,
+    model_families,
     report_manifest,
     report,
 
 
 rule aggregate:
     input:
-        lambda w: per_model(f"{w.table}.csv"),
+        lambda w: aggregated_inputs(w.table),
     output:
         long=f"{RESULTS}/tables/{{table}}.csv",
         summary=f"{RESULTS}/tables/{{table}}_summary.csv",
@@ -51,20 +52,35 @@ rule aggregate:
         "{params.checks} > {log} 2>&1"
 
 
+rule model_families:
+    output:
+        f"{RESULTS}/report/families.json",
+    params:
+        families=json.dumps(FAMILIES, sort_keys=True),
+    log:
+        "logs/model_families.log",
+    run:
+        from inductionlab.atomic import write_text
+
+        write_text(output[0], json.dumps(json.loads(params.families), indent=1) + "\n")
+
+
 rule claims:
     input:
         claims=workflow.source_path("../claims.yaml"),
         roles=settings_file("behaviour"),
-        tables=lambda w: [aggregated_table(t) for t in AGGREGATED_TABLES]
-        + [f"{RESULTS}/tables/phase_change.csv"],
+        families=f"{RESULTS}/report/families.json",
+        tables=lambda w: [table_path(t) for t in AGGREGATED_TABLES],
     output:
         claims=f"{RESULTS}/tables/claims.csv",
         scorecard=f"{RESULTS}/tables/scorecard.csv",
+        comparison=f"{RESULTS}/tables/family_comparison.csv",
     log:
         "logs/claims.log",
     shell:
         "inductionlab claims {input.claims} {output.claims} {output.scorecard} {input.tables} "
-        "--roles {input.roles} > {log} 2>&1"
+        "--roles {input.roles} --families {input.families} --comparison {output.comparison} "
+        "> {log} 2>&1"
 
 
 rule figure:
@@ -73,13 +89,13 @@ rule figure:
         data=lambda w: (FIGURE_INPUTS[w.figure](w) if callable(FIGURE_INPUTS[w.figure])
                         else FIGURE_INPUTS[w.figure]),
     output:
-        f"{RESULTS}/figures/{{variant}}/{{figure}}.png",
+        f"{RESULTS}/figures/{{model}}/{{figure}}.png",
     wildcard_constraints:
         figure="|".join(FIGURE_INPUTS),
     log:
-        "logs/figure/{variant}/{figure}.log",
+        "logs/figure/{model}/{figure}.log",
     shell:
-        "inductionlab figure {wildcards.figure} {wildcards.variant} {input.settings} {output} "
+        "inductionlab figure {wildcards.figure} {wildcards.model} {input.settings} {output} "
         "{input.data} > {log} 2>&1"
 
 
@@ -100,6 +116,7 @@ rule report:
     input:
         manifest=f"{RESULTS}/report/manifest.json",
         scorecard=f"{RESULTS}/tables/scorecard.csv",
+        comparison=f"{RESULTS}/tables/family_comparison.csv",
         headline=aggregated_table("behaviour", summary=True),
         shown=lambda w: report_inputs(),
     output:

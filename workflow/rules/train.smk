@@ -1,4 +1,4 @@
-# Training: one job per (variant, seed), then the named weight arrays.
+# Training: one job per (model, seed), then the named weight arrays.
 #
 # `snakemake --lint` asks for a `conda:` directive on every rule. The rules run the
 # `inductionlab` console script of the environment the workflow itself runs in
@@ -17,7 +17,7 @@ rule model_spec:
     params:
         spec=model_spec_json,
     log:
-        "logs/model_spec/{variant}/seed{seed}.log",
+        "logs/model_spec/{model}/seed{seed}.log",
     run:
         from inductionlab.spec import write_spec
 
@@ -47,9 +47,9 @@ if SEEDS_PER_JOB == 1:
         params:
             out_dir=lambda wildcards, output: os.path.dirname(output.model),
         log:
-            "logs/train/{variant}/seed{seed}.log",
+            "logs/train/{model}/seed{seed}.log",
         benchmark:
-            "results/benchmarks/train/{variant}/seed{seed}.tsv"
+            "results/benchmarks/train/{model}/seed{seed}.tsv"
         threads: config["train"]["threads"]
         resources:
             **train_resources(),
@@ -57,9 +57,9 @@ if SEEDS_PER_JOB == 1:
             "inductionlab train {input} {params.out_dir} --threads {threads} > {log} 2>&1"
 
 else:
-    # Seeds of a variant in groups of `seeds_per_job`, each group one stacked model in
-    # one job: one rule per (variant, group), since a rule's outputs share its wildcards.
-    for _variant in VARIANTS:
+    # Seeds of a model in groups of `seeds_per_job`, each group one stacked model in
+    # one job: one rule per (model, group), since a rule's outputs share its wildcards.
+    for _variant in MODELS:
         for _group in [SEEDS[i : i + SEEDS_PER_JOB] for i in range(0, len(SEEDS), SEEDS_PER_JOB)]:
             _files = lambda name, v=_variant, g=_group: [
                 f"{RESULTS}/{v}/seed{s}/{name}" for s in g
@@ -92,7 +92,7 @@ rule extract_weights:
     output:
         model_file("weights.npz"),
     log:
-        "logs/extract_weights/{variant}/seed{seed}.log",
+        "logs/extract_weights/{model}/seed{seed}.log",
     threads: 1
     resources:
         mem_mb=1000,
@@ -107,7 +107,7 @@ report_section(
     order=10,
     text="Validation loss and accuracy over training, mean over seeds with the min–max band, "
     "and the final validation metrics of every seed.",
-    figures=[{"path": f"{RESULTS}/figures/{{variant}}/training.png",
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/training.png",
               "caption": "Validation loss (all and predictable targets) and predictable-token accuracy "
               "against training step; line = mean over seeds, band = min–max."}],
     tables=[{"path": aggregated_table("train_log"),

@@ -19,6 +19,7 @@ import pandas as pd
 import yaml
 
 from ..atomic import atomic_path, write_text
+from ..claims import WRITE_UP, WRITE_UP_TITLE
 from . import tables as T
 
 HERE = Path(__file__).parent
@@ -145,10 +146,13 @@ def build_html(manifest: dict) -> str:
                                 ("range", ""), ("reason", ""), ("reference", ""), ("quote", "")):
             if column not in scorecard:
                 scorecard[column] = default
+        if "family" in scorecard:  # other families are compared in their own table
+            scorecard = scorecard[scorecard["family"] == WRITE_UP].reset_index(drop=True)
     groups = dict(manifest.get("claim_groups", []))  # [[key, title], ...] in the file's order
     headline_number = numbers.next("table")
     keys = key_figures(manifest, numbers)
     shown = {f["path"]: f["number"] for f in keys.values()}
+    families = family_comparison(manifest, numbers) if scorecard is not None else None
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
@@ -186,7 +190,19 @@ def build_html(manifest: dict) -> str:
         versions=versions(), training=training_environment(manifest.get("train_log")),
         date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         css=(HERE / "report.css").read_text(), headline_number=headline_number,
+        families=families,
     )
+
+
+def family_comparison(manifest: dict, numbers: Numbers) -> dict | None:
+    """The table of every claim's outcome in each model family, when the run has families
+    besides the write-up's."""
+    titles = list((manifest.get("families") or {}).values())
+    path = manifest.get("family_comparison")
+    if not titles or not path or not Path(path).is_file():
+        return None
+    spec = {"path": path, "columns": ["role", "claim", WRITE_UP_TITLE, *titles]}
+    return {"number": numbers.next("table"), "titles": titles, "html": T.render_table(spec)}
 
 
 def write_report(manifest_path, html_path, pdf_path, log=print) -> None:

@@ -11,22 +11,8 @@ import pandas as pd
 
 from .tables import decimals, fmt_at, select
 
-ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED = (
-    "replicates in every seed", "depends on the seed", "does not replicate", "could not be measured")
-OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED)
-
-
-def outcome(row) -> str:
-    """One scorecard row's outcome: robust (holds in every seed), seed-dependent, not
-    replicated (measured in every seed, holds in none) or not measured (in any seed)."""
-    holds, measured, seeds = int(row["holds"]), int(row["measured"]), int(row["seeds"])
-    if measured == 0:
-        return NOT_MEASURED
-    if holds == seeds:
-        return ROBUST
-    if holds == 0 and measured == seeds:
-        return NOT_REPLICATED
-    return SEED_DEPENDENT
+from ..claims import NOT_MEASURED_ANY as NOT_MEASURED
+from ..claims import OUTCOMES, outcome
 
 
 def claim_words(row) -> str:

@@ -1,0 +1,41 @@
+# Positional-table study: which of the write-up's verdicts depend on its q/k table?
+#
+# The write-up's models retrained with another positional table (default: the standard
+# sinusoid) for every seed, and the whole claim set evaluated on them as a second family.
+# The models are registered, so the generic stages train and analyse them in
+# results/{model}/seed{seed}/, and the claims rule evaluates the family: the study needs
+# no rule of its own. Settings: config["experiments"]["positional_table"] (keys and
+# defaults: workflow/schemas/positional_table.schema.yaml); words: positional_table.prose.yaml.
+from inductionlab.claims import WRITE_UP_TITLE
+from inductionlab.data import TaskConfig
+from inductionlab.positional_table import variance_share
+
+PT = config["experiments"]["positional_table"]
+PT_FORM = PT["pos_encoding"]
+PT_MODELS = {v: register_model(f"{v}_{PT_FORM}", v, pos_encoding=PT_FORM) for v in PT["variants"]}
+PT_FAMILY = register_family("positional_table", f"pos_encoding: {PT_FORM}", **PT_MODELS)
+PT_HEAD = model_settings(PT["variants"][0])
+PT_SHARE = {form: variance_share(form, TaskConfig.from_dict(config["task"]).seq_len,
+                                 PT_HEAD["d_model"] // PT_HEAD["n_heads"])
+            for form in ("original", PT_FORM)}
+PT_WORDS = section_prose("positional_table.prose.yaml", form=PT_FORM,
+                         models=list(PT_MODELS.values()), share=PT_SHARE)
+
+report_section(
+    name="positional_table",
+    title=PT_WORDS["title"],
+    scope="study",
+    order=86,
+    text=PT_WORDS["text"],
+    tables=[
+        {"path": aggregated_table("behaviour", summary=True), "caption": PT_WORDS["losses_table"],
+         "where": {"variant": [name for v, m in PT_MODELS.items() for name in (v, m)]},
+         "spread": {"index": ["variant"], "metrics": ["loss_all", "loss_pred", "acc_pred",
+                                                      "icl_score", "random_distinct_len12_acc_mean"]}},
+        {"path": f"{RESULTS}/tables/family_comparison.csv", "caption": PT_WORDS["verdicts_table"],
+         "where": {"differs": True},
+         "columns": ["role", "claim", WRITE_UP_TITLE, FAMILIES[PT_FAMILY]["title"]]},
+    ],
+    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png",
+              "caption": f"{m}: {PT_WORDS['attention_figure']}"} for m in PT_MODELS.values()],
+)
