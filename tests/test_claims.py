@@ -539,7 +539,7 @@ def test_run_claims_on_a_second_family_side_by_side(tmp_path, tables):
     assert list(comparison.columns) == ["role", "group", "measure", "test", WRITE_UP_TITLE,
                                         "other models", "differs"]
     assert comparison["differs"].to_dict() == {"acc": True, "loss": False, "deep": False}
-    assert comparison.loc["acc", "other models"].startswith("other: does not replicate (holds in 0 of 3")
+    assert comparison.loc["acc", "other models"].startswith("does not replicate (holds in 0 of 3")
     assert comparison.loc["deep", "other models"].startswith("not evaluated")
     results = pd.read_csv(tmp_path / "claims.csv")
     assert set(results["family"]) == {"write_up", "fam"}

@@ -460,7 +460,7 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
     rules = rules or DEFAULT_ROLE_RULES
     rows = []
     for claim in claims:
-        mine = results[(results["claim"] == claim["id"]) & (results["variant"] == claim["variant"])]
+        mine = results[results["claim"] == claim["id"]]
         measured = mine[mine["status"] != NOT_MEASURED]
         k, n = int((mine["status"] == HOLDS).sum()), len(mine)
         if len(measured) == 0:
@@ -546,8 +546,9 @@ def outcome(row) -> str:
 
 def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFrame:
     """One row per claim: its outcome in each family side by side (a column per family,
-    named by its title, in ``families`` order: name -> title), and ``differs``: whether
-    the families that evaluate it disagree."""
+    named by its title, in ``families`` order: name -> title; the role's model of each
+    family is in the scorecard), and ``differs``: whether the families that evaluate it
+    disagree."""
     rows = []
     for (role, claim), mine in card.groupby(["role", "claim"], sort=False):
         first = mine.iloc[0]
@@ -562,8 +563,7 @@ def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFr
             r = r.iloc[0]
             kinds.add(outcome(r))
             measured = f"holds in {int(r['holds'])} of {int(r['seeds'])} seeds"
-            row[title] = f"{r['variant']}: {outcome(r)} ({measured}" + (
-                f"; {r['range']})" if r["range"] else ")")
+            row[title] = f"{outcome(r)} ({measured}" + (f"; {r['range']})" if r["range"] else ")")
         row["differs"] = len(kinds) > 1
         rows.append(row)
     return pd.DataFrame(rows)

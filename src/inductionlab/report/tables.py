@@ -188,7 +188,9 @@ def render_table(spec: dict, variant: str | None = None) -> str:
     if "max_rows" in spec:
         frame = frame.head(spec["max_rows"])
     if frame.empty:
-        return "<p class='empty'>No rows (nothing of this kind applies to this model).</p>"
+        return ("<p class='empty'>"
+                + html.escape(spec.get("empty", "No rows (nothing of this kind applies to this model)."))
+                + "</p>")
     note = ""
     if spec.get("dedupe"):
         index = [c for c in frame.columns if c not in raw] if raw else list(frame.columns[:1])

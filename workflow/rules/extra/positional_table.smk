@@ -33,7 +33,7 @@ report_section(
          "spread": {"index": ["variant"], "metrics": ["loss_all", "loss_pred", "acc_pred",
                                                       "icl_score", "random_distinct_len12_acc_mean"]}},
         {"path": f"{RESULTS}/tables/family_comparison.csv", "caption": PT_WORDS["verdicts_table"],
-         "where": {"differs": True},
+         "where": {"differs": True}, "empty": PT_WORDS["no_verdict_differs"],
          "columns": ["role", "claim", WRITE_UP_TITLE, FAMILIES[PT_FAMILY]["title"]]},
     ],
     figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png",
