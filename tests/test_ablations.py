@@ -8,9 +8,9 @@ import torch
 
 from conftest import SCHEMA, tiny_spec
 from handbuilt import InductionCircuitModel
-from inductionlab.ablations import (BASELINE, KINDS, Ablation, AblatedModel, HeadAblation,
-                                    StreamChoice, ablation_table, check_fits, expand_entries,
-                                    expand_entry, head_means)
+from inductionlab.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
+                                        expand_entry)
+from inductionlab.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
 from inductionlab.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config

@@ -17,7 +17,8 @@ import torch
 from matplotlib import pyplot as plt
 
 from inductionlab import dynamics_plots, plots, positional_shortcut
-from inductionlab.ablations import ablation_table, expand_entries
+from inductionlab.ablation_plan import expand_entries
+from inductionlab.ablations import ablation_table
 from inductionlab.behaviour import evaluation_samples, pattern_probability, repetition_patterns
 from inductionlab.circuits import composition_table, spectra
 from inductionlab.data import TaskConfig

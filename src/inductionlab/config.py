@@ -122,14 +122,13 @@ def check_semantics(config: dict) -> list[str]:
 
 def _check_ablations(config: dict) -> list[str]:
     """Every ablation entry against every variant (a named layer or head must exist)."""
-    from .ablations import config_problems
+    from .ablation_plan import config_problems
 
     return config_problems(config)
 
 
 def _check_behaviour(config: dict) -> list[str]:
-    from .behaviour import check_prompt
-    from .data import TaskConfig
+    from .data import TaskConfig, check_prompt
 
     task = TaskConfig.from_dict(config["task"])
     behaviour = config["behaviour"]

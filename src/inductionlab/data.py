@@ -93,3 +93,22 @@ def encode(text: str, vocab_size: int = 26) -> torch.Tensor:
 
 def decode(ids) -> str:
     return "".join(ALPHABET[int(i)] for i in ids)
+
+
+def check_prompt(prompt: str, task: TaskConfig) -> torch.Tensor:
+    """Token ids of ``prompt``; ``ValueError`` naming the prompt if it cannot be completed.
+
+    Letters are case-insensitive. A prompt must be non-empty, use only the task's
+    letters and be shorter than the context (something is left to complete).
+    """
+    letters = ALPHABET[:task.vocab_size]
+    if not isinstance(prompt, str) or not prompt:
+        raise ValueError(f"prompt {prompt!r}: empty; give at least one letter")
+    bad = sorted({ch for ch in prompt if ch.upper() not in letters})
+    if bad:
+        raise ValueError(f"prompt {prompt!r}: character(s) {bad} are not among the "
+                         f"{task.vocab_size} letters {letters[0]}-{letters[-1]}")
+    if len(prompt) >= task.seq_len:
+        raise ValueError(f"prompt {prompt!r}: {len(prompt)} letters; it must be shorter than "
+                         f"the context of {task.seq_len} tokens")
+    return encode(prompt, task.vocab_size)

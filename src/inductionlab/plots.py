@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .atomic import atomic_path  # noqa: E402
+from .seeding import first_seed  # noqa: E402
 from .report.labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
@@ -425,7 +426,7 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
         fig = spectra_figure(by_seed, variant)
     elif name == "composition":
         comp = table(inputs[0])
-        fig = composition_figure(comp, variant, int(comp["seed"].min()))
+        fig = composition_figure(comp, variant, first_seed(comp["seed"]))
     elif name == "failure_modes":
         fig = failure_chart(table(inputs[0]), variant)
     elif name == "ablations":

@@ -34,6 +34,7 @@ from .attention import attention_score, offset_profile
 from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
 from .data import TaskConfig, validation_set
 from .metrics import evaluate
+from .seeding import first_seed
 
 OFFSET_COLUMNS = ["variant", "seed", "layer", "head", "offset", "attention"]
 POSITION_COLUMNS = ["variant", "seed", "query", "key", "offset", "score", "is_row_argmax"]
@@ -338,4 +339,4 @@ def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positi
     k = copy_offset(task)
     positions = read_table(positions_csv, ["seed"])
     save(offsets_figure(read_table(offsets_csv), task), offsets_png)
-    save(positions_figure(positions, int(positions["seed"].min()), k), positions_png)
+    save(positions_figure(positions, first_seed(positions["seed"]), k), positions_png)

@@ -23,3 +23,12 @@ def generator(seed: int, purpose: str, device: str | torch.device = "cpu") -> to
     gen = torch.Generator(device=device)
     gen.manual_seed(derive_seed(seed, purpose))
     return gen
+
+
+def first_seed(seeds) -> int:
+    """The first seed: the one whose model a single-seed figure or table shows (the
+    smallest of ``seeds``, so that a table's rows give the same answer as the config)."""
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ValueError("no seeds")
+    return min(seeds)

@@ -20,6 +20,7 @@ import yaml
 
 from ..atomic import atomic_path, write_text
 from ..claims import WRITE_UP, WRITE_UP_TITLE
+from ..seeding import first_seed
 from . import tables as T
 
 HERE = Path(__file__).parent
@@ -71,7 +72,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(render_table=T.render_table, mark_completion=T.mark_completion,
                        fmt=T.fmt, data_uri=data_uri, read_csv=pd.read_csv, select=T.select,
-                       spread_table=T.spread_table, to_html=T.to_html)
+                       spread_table=T.spread_table, to_html=T.to_html, first_seed=first_seed)
     return env
 
 
