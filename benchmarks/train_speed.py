@@ -31,10 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from inductionlab.data import TaskConfig, sample_sequences
-from inductionlab.model import ModelConfig, build_model, sinusoidal_table
-from inductionlab.seeding import generator
-from inductionlab.train import (StackedModels, loss_function, per_seed_loss, should_compile,
+from inductionlab.core.data import TaskConfig, sample_sequences
+from inductionlab.core.model import ModelConfig, build_model, sinusoidal_table
+from inductionlab.core.seeding import generator
+from inductionlab.core.train import (StackedModels, loss_function, per_seed_loss, should_compile,
                                train_step)
 
 VARIANTS = {

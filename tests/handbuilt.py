@@ -1,7 +1,7 @@
 """Hand-built models whose behaviour is known exactly."""
 import torch
 
-from inductionlab.model import AttentionOnlyTransformer, Intervention, ModelConfig
+from inductionlab.core.model import AttentionOnlyTransformer, Intervention, ModelConfig
 
 
 class FixedShift(Intervention):

@@ -8,16 +8,16 @@ import torch
 
 from conftest import SCHEMA, tiny_spec
 from handbuilt import InductionCircuitModel
-from inductionlab.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
+from inductionlab.analysis.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)
-from inductionlab.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
-from inductionlab.behaviour import evaluation_samples
+from inductionlab.analysis.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
+from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config
-from inductionlab.data import TaskConfig
-from inductionlab.metrics import task_metrics
-from inductionlab.model import AttentionOnlyTransformer, ModelConfig, build_model
-from inductionlab.train import save_model
+from inductionlab.core.data import TaskConfig
+from inductionlab.core.metrics import task_metrics
+from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig, build_model
+from inductionlab.core.train import save_model
 
 MODELS = {
     "one_layer": ModelConfig(n_layers=1),

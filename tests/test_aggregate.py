@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inductionlab.aggregate import TABLE_KEYS, aggregate, key_columns, stack, summarise
+from inductionlab.report.aggregate import TABLE_KEYS, aggregate, key_columns, stack, summarise
 
 
 def _model(variant, seed, **columns):

@@ -2,14 +2,14 @@ import pytest
 import torch
 
 from handbuilt import FixedPatternCopyModel, ShiftCopyModel, every_copy_pattern
-from inductionlab.attention import (ATTENTION_SCORES, attention_mass, copying_score,
+from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, copying_score,
                                     first_block_score, head_score_table, induction_score,
                                     local_score, nearest_copy_masks, nearest_copy_score,
                                     offset_profile, prefix_match_mask, previous_token_score,
                                     uniform_pattern)
-from inductionlab.behaviour import evaluation_samples
-from inductionlab.data import TaskConfig
-from inductionlab.roles import head_roles, role_threshold
+from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.core.data import TaskConfig
+from inductionlab.analysis.roles import head_roles, role_threshold
 
 TASK = TaskConfig()
 
@@ -62,7 +62,7 @@ def test_scores_on_uniform_attention():
 
 def test_chance_levels_of_the_task():
     """The values SCIENCE.md quotes for T = 24, from the masks."""
-    from inductionlab.attention import attention_score
+    from inductionlab.analysis.attention import attention_score
 
     u = uniform_pattern(24)
     expected = {"previous_token": 0.121, "local": 0.310, "nearest_copy": 0.074, "induction": 0.127,

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
-from inductionlab import attention_plots as ap
-from inductionlab import plots
-from inductionlab.attention import offset_profile
-from inductionlab.behaviour import check_prompt, expected_completion, greedy_complete, prompt_attention
-from inductionlab.data import TaskConfig, decode, encode
-from inductionlab.model import ModelConfig, build_model
+from inductionlab.report import attention_plots as ap
+from inductionlab.report import plots
+from inductionlab.analysis.attention import offset_profile
+from inductionlab.analysis.behaviour import check_prompt, expected_completion, greedy_complete, prompt_attention
+from inductionlab.core.data import TaskConfig, decode, encode
+from inductionlab.core.model import ModelConfig, build_model
 
 TASK = TaskConfig()
 PROMPTS = ["ABCDEF", "ABCDEFABCDEF", "AAABBBAAABBB", "ABCDEFXYZRST"]  # the last: no correct completion

@@ -9,10 +9,10 @@ import torch
 
 from conftest import tiny_spec
 from inductionlab.cli import main
-from inductionlab.loading import BadInput, load_model
-from inductionlab.spec import write_spec
-from inductionlab.train import train
-from inductionlab.weights import load_weights, save_weights
+from inductionlab.core.loading import BadInput, load_model
+from inductionlab.core.spec import write_spec
+from inductionlab.core.train import train
+from inductionlab.core.weights import load_weights, save_weights
 
 
 @pytest.fixture(scope="module")

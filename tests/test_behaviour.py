@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
-from inductionlab.behaviour import (adjacent_repeats, blocks_with_pattern, check_prompt,
+from inductionlab.analysis.behaviour import (adjacent_repeats, blocks_with_pattern, check_prompt,
                                     expected_completion, failure_modes, greedy_complete,
                                     icl_score, immediate_repeats, in_prompt, pattern_of,
                                     pattern_probability, prompt_suite, random_prompt_summary,
                                     repetition_patterns)
-from inductionlab.data import TaskConfig, repeat_blocks, sample_blocks
-from inductionlab.model import ModelConfig, build_model
-from inductionlab.seeding import generator
+from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.core.seeding import generator
 
 TASK = TaskConfig()
 
@@ -132,7 +132,7 @@ def test_repeat_and_prompt_share_helpers():
 
 
 def test_cli_complete_checks_every_prompt_before_running(tmp_path):
-    from inductionlab.train import save_model
+    from inductionlab.core.train import save_model
 
     spec = {"variant": "v", "seed": 0, "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
             "model": {}, "train": {}}

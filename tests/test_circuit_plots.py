@@ -5,11 +5,12 @@ import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
-from inductionlab import circuit_plots as cp
-from inductionlab import circuits, plots
+from inductionlab.report import circuit_plots as cp
+from inductionlab.analysis import circuits
+from inductionlab.report import plots
 from inductionlab.cli import main
-from inductionlab.model import ModelConfig, build_model
-from inductionlab.weights import load_weights, save_weights
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.core.weights import load_weights, save_weights
 
 
 def spec(variant="hand", seed=0):

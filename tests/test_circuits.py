@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inductionlab import circuits as C
-from inductionlab.model import ModelConfig, build_model
-from inductionlab.weights import save_weights
+from inductionlab.analysis import circuits as C
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.core.weights import save_weights
 
 
 def _positivity_full(M):
@@ -368,5 +368,5 @@ def test_missing_array_is_named(tmp_path):
 
 
 def test_import_does_not_load_torch():
-    code = "import sys, inductionlab.circuits; assert 'torch' not in sys.modules"
+    code = "import sys, inductionlab.analysis.circuits; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from inductionlab.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
+from inductionlab.report.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
                                  Tables, evaluate_claim, evaluate_claims, family_claims,
                                  format_value, load_claims, metric_value, run_claims, scorecard)
 

@@ -7,7 +7,7 @@ import yaml
 
 from conftest import ROOT, SCHEMA
 from inductionlab.config import ConfigError, load_config, validate_config
-from inductionlab.spec import make_spec, model_config
+from inductionlab.core.spec import make_spec, model_config
 
 GOOD = {"variants": {"a": {"n_layers": 2}}}
 

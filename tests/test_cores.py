@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import tiny_spec
-from inductionlab.train import compile_lock
+from inductionlab.core.train import compile_lock
 from inductionlab.workflow_checks import usable_cores
 
 SNAKEFILE = textwrap.dedent('''

@@ -2,9 +2,9 @@ import math
 
 import torch
 
-from inductionlab.data import (TaskConfig, decode, encode, loss_floor, predictable_mask,
+from inductionlab.core.data import (TaskConfig, decode, encode, loss_floor, predictable_mask,
                                sample_sequences, validation_set)
-from inductionlab.seeding import generator
+from inductionlab.core.seeding import generator
 
 TASK = TaskConfig()
 

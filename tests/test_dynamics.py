@@ -6,18 +6,18 @@ import pytest
 from matplotlib import pyplot as plt
 
 from conftest import tiny_spec
-from inductionlab.aggregate import aggregate
-from inductionlab.behaviour import write_behaviour
-from inductionlab.circuits import write_circuits
-from inductionlab.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
+from inductionlab.report.aggregate import aggregate
+from inductionlab.analysis.behaviour import write_behaviour
+from inductionlab.analysis.circuits import write_circuits
+from inductionlab.analysis.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
                                    NEVER, NO_LAYER_NOTE, NONE_FORMED, PHASE_COLUMNS,
                                    best_induction_heads, induction_layers, induction_rise,
                                    per_token_loss_pca, phase_change_table, pca, read_phase_change,
                                    steepest_drop, write_dynamics, write_per_token_loss_pca)
-from inductionlab.dynamics_plots import phase_change_figure, write_dynamics_figures
-from inductionlab.plots import write_figure
-from inductionlab.train import checkpoint_steps, load_model, train
-from inductionlab.weights import save_weights
+from inductionlab.report.dynamics_plots import phase_change_figure, write_dynamics_figures
+from inductionlab.report.plots import write_figure
+from inductionlab.core.train import checkpoint_steps, load_model, train
+from inductionlab.core.weights import save_weights
 
 DYNAMICS = {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
             "drop_smoothing": 0.25, "min_drop_rate": 0.1}

@@ -2,7 +2,7 @@
 
 The report shows each PNG at its physical size (pixel width / the dpi stored in the
 PNG) on a 7.1-inch text column. Each figure function is drawn here on small inputs
-shaped like the pipeline's tables and checked with :func:`inductionlab.plots.legibility_problems`
+shaped like the pipeline's tables and checked with :func:`inductionlab.report.plots.legibility_problems`
 (width <= 7 in, height <= 9 in, no text under 7 pt, every panel titled, every axis and
 colour bar labelled, no title or label running into another), and the saved PNG must
 store its dpi.
@@ -16,18 +16,19 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
-from inductionlab import dynamics_plots, plots, positional_shortcut
-from inductionlab.ablation_plan import expand_entries
-from inductionlab.ablations import ablation_table
-from inductionlab.behaviour import evaluation_samples, pattern_probability, repetition_patterns
-from inductionlab.circuits import composition_table, spectra
-from inductionlab.data import TaskConfig
-from inductionlab.dynamics import (BEST_INDUCTION, best_induction_heads, induction_layers,
+from inductionlab.analysis import positional_shortcut
+from inductionlab.report import dynamics_plots, plots
+from inductionlab.analysis.ablation_plan import expand_entries
+from inductionlab.analysis.ablations import ablation_table
+from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
+from inductionlab.analysis.circuits import composition_table, spectra
+from inductionlab.core.data import TaskConfig
+from inductionlab.analysis.dynamics import (BEST_INDUCTION, best_induction_heads, induction_layers,
                                    phase_change_table)
-from inductionlab.model import ModelConfig, build_model
-from inductionlab.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, legibility_problems, png_size
-from inductionlab.train import checkpoint_steps
-from inductionlab.weights import model_arrays
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, legibility_problems, png_size
+from inductionlab.core.train import checkpoint_steps
+from inductionlab.core.weights import model_arrays
 
 TASK = {"vocab_size": 26, "block_len": 6, "n_blocks": 4}
 STEPS = np.array(checkpoint_steps(10000, 40))

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from inductionlab.model import (AttentionOnlyTransformer, Intervention, ModelConfig,
+from inductionlab.core.model import (AttentionOnlyTransformer, Intervention, ModelConfig,
                                 build_model, sinusoidal_table, smear_keys)
 
 VARIANTS = {

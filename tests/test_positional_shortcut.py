@@ -8,17 +8,17 @@ import torch
 
 from conftest import SCHEMA
 from handbuilt import PositionalShiftModel, ShiftCopyModel
-from inductionlab.behaviour import evaluation_samples
+from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.config import ConfigError, load_config, validate_experiment
-from inductionlab.data import TaskConfig, validation_set
-from inductionlab.model import ModelConfig, build_model, sinusoidal_table
-from inductionlab.positional_shortcut import (attention_summary, check_settings,
+from inductionlab.core.data import TaskConfig, validation_set
+from inductionlab.core.model import ModelConfig, build_model, sinusoidal_table
+from inductionlab.analysis.positional_shortcut import (attention_summary, check_settings,
                                               metric_names, offset_table, position_scores,
                                               position_summary, position_table,
                                               row_argmax_offsets, shortcut_metrics,
                                               shortcut_tables,
                                               write_figures, write_shortcut)
-from inductionlab.train import save_model
+from inductionlab.core.train import save_model
 
 from conftest import ROOT
 

@@ -5,8 +5,8 @@ import pytest
 
 from conftest import ROOT, SCHEMA
 from inductionlab.config import load_config
-from inductionlab.positional_table import check_settings, variance_share
-from inductionlab.spec import DerivedModel, make_spec
+from inductionlab.analysis.positional_table import check_settings, variance_share
+from inductionlab.core.spec import DerivedModel, make_spec
 
 TINY = ROOT / "tests" / "config.tiny.yaml"
 

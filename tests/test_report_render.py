@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, SCHEMA
-from inductionlab.claims import evaluate_claims, scorecard
+from inductionlab.report.claims import evaluate_claims, scorecard
 from htmlcheck import external_references, squash
 from inductionlab.config import load_config
 from inductionlab.report import tables as T

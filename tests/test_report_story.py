@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from inductionlab import claims as C
+from inductionlab.report import claims as C
 from inductionlab.report import story as S
 from inductionlab.report import tables as T
 from inductionlab.report.labels import label
@@ -86,7 +86,7 @@ def test_labels(name, text):
 def test_a_figure_prints_at_the_size_it_was_drawn_for(tmp_path):
     import matplotlib.pyplot as plt
 
-    from inductionlab.plots import STYLE, save
+    from inductionlab.report.plots import STYLE, save
     from inductionlab.report.render import figure_item
 
     with plt.rc_context(STYLE):

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from conftest import tiny_spec
-from inductionlab.spec import write_spec
-from inductionlab.train import TrainingDiverged, train, train_stacked
+from inductionlab.core.spec import write_spec
+from inductionlab.core.train import TrainingDiverged, train, train_stacked
 
 
 def _state(path):

@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from conftest import tiny_spec
-from inductionlab.metrics import mean_loss
-from inductionlab.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
+from inductionlab.core.metrics import mean_loss
+from inductionlab.core.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
                                 load_model, loss_function, should_compile, train, train_stacked)
-from inductionlab.model import ModelConfig, build_model
+from inductionlab.core.model import ModelConfig, build_model
 
 
 def _weights(path):

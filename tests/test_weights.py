@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from inductionlab.model import ModelConfig, build_model
-from inductionlab.weights import load_weights, model_from_weights, save_weights
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.core.weights import load_weights, model_from_weights, save_weights
 
 
 def _spec(cfg):

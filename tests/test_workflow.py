@@ -14,8 +14,8 @@ import yaml
 from conftest import ROOT
 from htmlcheck import external_references, squash
 from inductionlab.report.tables import fmt
-from inductionlab.train import load_model
-from inductionlab.weights import model_from_weights
+from inductionlab.core.train import load_model
+from inductionlab.core.weights import model_from_weights
 
 # three_layer is a variant added by config only: every stage runs on it unchanged.
 VARIANTS = ("one_layer", "one_layer_smeared", "two_layer", "three_layer")
@@ -224,7 +224,7 @@ def test_pdf_and_html_name_the_extra_stage(report_files):
 
 
 def test_claims_are_evaluated_for_every_seed(tiny_run):
-    from inductionlab.claims import load_claims
+    from inductionlab.report.claims import load_claims
 
     claims = load_claims(ROOT / "workflow" / "claims.yaml")
     results = pd.read_csv(tiny_run / "results" / "tables" / "claims.csv")
@@ -293,7 +293,7 @@ def test_positional_shortcut_trains_the_learned_table_model(tiny_run):
     assert spec["model"]["n_layers"] == 1
     model, _ = load_model(folder / "model.pt")
     assert model.cfg.pos_encoding == "learned"
-    from inductionlab.model import sinusoidal_table
+    from inductionlab.core.model import sinusoidal_table
 
     assert not torch.equal(model.pos.detach(), sinusoidal_table(24, 8, "learned"))  # trained
     assert (folder / "checkpoints" / "step000000.pt").is_file()

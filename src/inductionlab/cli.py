@@ -7,23 +7,23 @@ from pathlib import Path
 
 
 def _cmd_train(args) -> None:
-    from .spec import read_spec
-    from .train import train
+    from .core.spec import read_spec
+    from .core.train import train
 
     train(read_spec(args.spec), args.out_dir, threads=args.threads)
 
 
 def _cmd_train_stacked(args) -> None:
-    from .spec import read_spec
-    from .train import train_stacked
+    from .core.spec import read_spec
+    from .core.train import train_stacked
 
     train_stacked([read_spec(p) for p in args.specs], [p.parent for p in args.specs],
                   threads=args.threads)
 
 
 def _cmd_extract_weights(args) -> None:
-    from .loading import load_model
-    from .weights import save_weights
+    from .core.loading import load_model
+    from .core.weights import save_weights
 
     model, spec = load_model(args.model)
     save_weights(args.out, model, spec)
@@ -57,20 +57,20 @@ def _cmd_check_config(args) -> None:
 
 
 def _cmd_circuits(args) -> None:
-    from .circuits import format_circuits_report
-    from .weights import load_weights
+    from .analysis.circuits import format_circuits_report
+    from .core.weights import load_weights
 
     print(format_circuits_report(*load_weights(args.weights)), end="")
 
 
 def _cmd_circuits_tables(args) -> None:
-    from .circuits import write_circuits
+    from .analysis.circuits import write_circuits
 
     write_circuits(args.weights, args.circuits, args.composition, args.eigenvalues)
 
 
 def _cmd_behaviour(args) -> None:
-    from .behaviour import write_behaviour
+    from .analysis.behaviour import write_behaviour
 
     write_behaviour(args.model, args.settings, args.completions, args.failure_modes,
                     args.attention, args.head_scores, args.summary,
@@ -79,7 +79,7 @@ def _cmd_behaviour(args) -> None:
 
 def _cmd_attention_figures(args) -> None:
     from .atomic import atomic_dir
-    from .attention_plots import write_attention_figures
+    from .report.attention_plots import write_attention_figures
 
     with atomic_dir(args.out_dir) as tmp:
         write_attention_figures(args.attention, tmp, title=args.title or _model_title(args.attention))
@@ -87,7 +87,7 @@ def _cmd_attention_figures(args) -> None:
 
 def _cmd_circuit_figures(args) -> None:
     from .atomic import atomic_dir
-    from .circuit_plots import write_circuit_figures
+    from .report.circuit_plots import write_circuit_figures
 
     with atomic_dir(args.out_dir) as tmp:
         write_circuit_figures(args.weights, tmp, title=args.title)
@@ -102,9 +102,9 @@ def _model_title(path: Path) -> str:
 
 
 def _cmd_complete(args) -> None:
-    from .behaviour import check_prompt, expected_completion, greedy_complete
-    from .data import TaskConfig, decode
-    from .loading import load_model
+    from .analysis.behaviour import check_prompt, expected_completion, greedy_complete
+    from .core.data import TaskConfig, decode
+    from .core.loading import load_model
 
     model, spec = load_model(args.model)
     task = TaskConfig.from_dict(spec["task"])
@@ -124,7 +124,7 @@ def _cmd_complete(args) -> None:
 def _cmd_dynamics(args) -> None:
     import torch
 
-    from .dynamics import write_dynamics
+    from .analysis.dynamics import write_dynamics
 
     torch.set_num_threads(max(1, args.threads))
     write_dynamics(args.model, args.checkpoints, args.behaviour_settings, args.settings,
@@ -136,7 +136,7 @@ def _cmd_dynamics_figures(args) -> None:
     import json
 
     from .atomic import atomic_dir
-    from .dynamics_plots import write_dynamics_figures
+    from .report.dynamics_plots import write_dynamics_figures
 
     task = json.loads(args.settings.read_text()).get("task") if args.settings else None
     with atomic_dir(args.out_dir) as tmp:
@@ -145,7 +145,7 @@ def _cmd_dynamics_figures(args) -> None:
 
 
 def _cmd_per_token_loss_pca(args) -> None:
-    from .dynamics import write_per_token_loss_pca
+    from .analysis.dynamics import write_per_token_loss_pca
 
     frame = write_per_token_loss_pca(args.losses, args.table, args.figure)
     print(f"PCA of {len(frame)} checkpoints: explained variance PC1 "
@@ -154,14 +154,14 @@ def _cmd_per_token_loss_pca(args) -> None:
 
 
 def _cmd_aggregate(args) -> None:
-    from .aggregate import aggregate
+    from .report.aggregate import aggregate
 
     aggregate(args.name, args.inputs, args.long, args.summary, final_step=args.final_step)
 
 
 def _cmd_claims(args) -> None:
-    from .claims import run_claims
-    from .loading import read_json
+    from .report.claims import run_claims
+    from .core.loading import read_json
 
     roles = None
     if args.roles is not None:
@@ -172,7 +172,7 @@ def _cmd_claims(args) -> None:
 
 
 def _cmd_figure(args) -> None:
-    from .plots import write_figure
+    from .report.plots import write_figure
 
     write_figure(args.name, args.variant, args.settings, args.out, args.inputs)
 
@@ -187,7 +187,7 @@ def _cmd_report(args) -> None:
 def _cmd_ablations(args) -> None:
     import torch
 
-    from .ablations import write_ablations
+    from .analysis.ablations import write_ablations
 
     torch.set_num_threads(max(1, args.threads))
     write_ablations(args.model, args.behaviour_settings, args.settings, args.table, args.attention,
@@ -197,7 +197,7 @@ def _cmd_ablations(args) -> None:
 def _cmd_positional_shortcut(args) -> None:
     import torch
 
-    from .positional_shortcut import write_shortcut
+    from .analysis.positional_shortcut import write_shortcut
 
     torch.set_num_threads(max(1, args.threads))
     write_shortcut(args.model, args.settings, args.metrics, args.offsets, args.completions,
@@ -205,7 +205,7 @@ def _cmd_positional_shortcut(args) -> None:
 
 
 def _cmd_positional_shortcut_figures(args) -> None:
-    from .positional_shortcut import write_figures
+    from .analysis.positional_shortcut import write_figures
 
     write_figures(args.offsets, args.positions, args.settings, args.offsets_figure,
                   args.positions_figure)
@@ -374,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError
-    from .train import TrainingDiverged
+    from .core.train import TrainingDiverged
 
     try:
         args.func(args)

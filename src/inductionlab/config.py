@@ -122,13 +122,13 @@ def check_semantics(config: dict) -> list[str]:
 
 def _check_ablations(config: dict) -> list[str]:
     """Every ablation entry against every variant (a named layer or head must exist)."""
-    from .ablation_plan import config_problems
+    from .analysis.ablation_plan import config_problems
 
     return config_problems(config)
 
 
 def _check_behaviour(config: dict) -> list[str]:
-    from .data import TaskConfig, check_prompt
+    from .core.data import TaskConfig, check_prompt
 
     task = TaskConfig.from_dict(config["task"])
     behaviour = config["behaviour"]

@@ -9,8 +9,8 @@ import os
 import shlex
 import sys
 
-from inductionlab.seeding import first_seed
-from inductionlab.spec import DerivedModel, make_spec
+from inductionlab.core.seeding import first_seed
+from inductionlab.core.spec import DerivedModel, make_spec
 
 VARIANTS = list(config["variants"])
 SEEDS = [int(s) for s in config["seeds"]]
@@ -225,14 +225,14 @@ def report_inputs():
 
 def claim_groups():
     """The write-up's algorithms that group the claims (``groups`` in workflow/claims.yaml)."""
-    from inductionlab.claims import load_settings
+    from inductionlab.report.claims import load_settings
 
     return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
 
 
 def report_manifest_json(wildcards):
     """The report manifest: title, config, the headline table and every registered section."""
-    from inductionlab.data import TaskConfig, loss_floor
+    from inductionlab.core.data import TaskConfig, loss_floor
 
     manifest = {
         "title": config["report"]["title"],

@@ -19,7 +19,7 @@ rule model_spec:
     log:
         "logs/model_spec/{model}/seed{seed}.log",
     run:
-        from inductionlab.spec import write_spec
+        from inductionlab.core.spec import write_spec
 
         write_spec(output[0], json.loads(params.spec))
 

@@ -19,8 +19,8 @@ import pandas as pd
 import yaml
 
 from ..atomic import atomic_path, write_text
-from ..claims import WRITE_UP, WRITE_UP_TITLE
-from ..seeding import first_seed
+from .claims import WRITE_UP, WRITE_UP_TITLE
+from ..core.seeding import first_seed
 from . import tables as T
 
 HERE = Path(__file__).parent
@@ -31,7 +31,7 @@ def figure_item(fig: dict, number: int) -> dict:
     """A figure spec ready to show: its number, the PNG as a data URI and its width in
     inches from the dpi stored in the PNG, so that it prints at the size it was drawn
     for (its fonts at their point sizes)."""
-    from ..plots import png_size
+    from .plots import png_size
 
     width, _, dpi = png_size(fig["path"])
     return {**fig, "number": number, "uri": data_uri(fig["path"]),

@@ -16,8 +16,8 @@
 #   results/tables/positional_shortcut*.csv           stacked, with *_summary.csv
 #   results/positional_shortcut/figures/              attention by offset, p pᵀ/√d
 # No `conda:` directive, for the reason given in train.smk.
-from inductionlab.data import TaskConfig
-from inductionlab.positional_shortcut import metric_names
+from inductionlab.core.data import TaskConfig
+from inductionlab.analysis.positional_shortcut import metric_names
 
 # Checked, with defaults filled, by the Snakefile against positional_shortcut.schema.yaml.
 PS = config["experiments"]["positional_shortcut"]

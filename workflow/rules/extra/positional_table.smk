@@ -6,9 +6,9 @@
 # results/{model}/seed{seed}/, and the claims rule evaluates the family: the study needs
 # no rule of its own. Settings: config["experiments"]["positional_table"] (keys and
 # defaults: workflow/schemas/positional_table.schema.yaml); words: positional_table.prose.yaml.
-from inductionlab.claims import WRITE_UP_TITLE
-from inductionlab.data import TaskConfig
-from inductionlab.positional_table import variance_share
+from inductionlab.report.claims import WRITE_UP_TITLE
+from inductionlab.core.data import TaskConfig
+from inductionlab.analysis.positional_table import variance_share
 
 PT = config["experiments"]["positional_table"]
 PT_FORM = PT["pos_encoding"]

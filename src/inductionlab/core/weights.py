@@ -7,7 +7,7 @@ Arrays (float32):
     smear_alpha_{l} [H, T-1] or [H, 1]   raw smear logits of layer l (sigmoid gives the weight)
 plus ``meta``: a JSON string with variant, seed, model config and the full spec.
 
-:mod:`inductionlab.circuits` reads these arrays with numpy only.
+:mod:`inductionlab.analysis.circuits` reads these arrays with numpy only.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import json
 
 import numpy as np
 
-from .atomic import atomic_path
+from ..atomic import atomic_path
 
 MATRIX_NAMES = ("W_E", "W_U", "W_Q", "W_K", "W_V", "W_O", "pos")
 

@@ -17,9 +17,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .atomic import atomic_path  # noqa: E402
-from .seeding import first_seed  # noqa: E402
-from .report.labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
+from ..atomic import atomic_path  # noqa: E402
+from ..core.seeding import first_seed  # noqa: E402
+from .labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
 MAX_HEIGHT_IN = 9.0
@@ -406,9 +406,9 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
     if name == "attention_seeds":  # drawn in attention_plots (which imports this module)
         from .attention_plots import write_attention_seeds
         return write_attention_seeds(variant, out, inputs)
-    from .data import TaskConfig, loss_floor
+    from ..core.data import TaskConfig, loss_floor
 
-    from .loading import open_npz, read_json, read_table
+    from ..core.loading import open_npz, read_json, read_table
 
     task = TaskConfig.from_dict(read_json(settings_path, "the stage settings")["task"])
 
@@ -439,7 +439,7 @@ def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> N
     elif name == "dynamics":
         fig = dynamics_bands(table(inputs[0]), variant)
     elif name == "phase_change":
-        from .dynamics import read_phase_change
+        from ..analysis.dynamics import read_phase_change
         from .dynamics_plots import phase_change_figure
 
         phase = read_phase_change(inputs[1])
@@ -640,7 +640,7 @@ def dynamics_bands(dynamics, title: str):
 
     y ranges are the quantities' own: losses from 0, scores 0–1, the ICL score from
     minus the initial loss to a little above 0 (noise is not magnified)."""
-    from .dynamics import score_chance
+    from ..analysis.dynamics import score_chance
 
     per_step = lambda metric, how: (dynamics[dynamics["metric"] == metric]  # noqa: E731
                                     .groupby(["seed", "step"])["value"].agg(how).reset_index())

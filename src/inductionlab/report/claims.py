@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from .roles import role_threshold
+from ..analysis.roles import role_threshold
 
 HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
@@ -578,8 +578,8 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
     ``roles``: the head-role rule (``behaviour.roles`` of the config). The seeds are
     every seed that appears in any table.
     """
-    from .atomic import write_csv
-    from .loading import read_table
+    from ..atomic import write_csv
+    from ..core.loading import read_table
 
     claims = load_claims(claims_yaml)
     settings = load_settings(claims_yaml)

@@ -56,7 +56,7 @@ import pandas as pd
 import torch
 
 from .attention import ATTENTION_SCORES
-from .loading import load_checkpoint
+from ..core.loading import load_checkpoint
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
 PHASE_COLUMNS = ["variant", "seed", "metric", "step", "value", "chance", "layer", "head", "note",
@@ -100,7 +100,7 @@ _CKPT = re.compile(r"^step(\d+)\.pt$")
 
 def checkpoint_files(folder) -> list[tuple[int, Path]]:
     """``(step, path)`` of every ``step{N:06d}.pt`` in ``folder``, by step."""
-    from .loading import BadInput
+    from ..core.loading import BadInput
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -115,8 +115,8 @@ def checkpoint_files(folder) -> list[tuple[int, Path]]:
 
 def check_schedule(files: list[tuple[int, Path]], folder, train: dict) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
-    from .loading import BadInput
-    from .train import checkpoint_steps
+    from ..core.loading import BadInput
+    from ..core.train import checkpoint_steps
 
     expected = checkpoint_steps(int(train["steps"]), int(train["n_checkpoints"]))
     missing = sorted(set(expected) - {step for step, _ in files})
@@ -132,8 +132,8 @@ def check_schedule(files: list[tuple[int, Path]], folder, train: dict) -> None:
 
 def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
     """The fixed per-token-loss evaluation set: ``n`` task sequences, the same for every model."""
-    from .data import sample_sequences
-    from .seeding import generator
+    from ..core.data import sample_sequences
+    from ..core.seeding import generator
 
     return sample_sequences(n, task, generator(seed, "per-token-loss"))
 
@@ -150,7 +150,7 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     from .attention import head_score_table
     from .behaviour import model_summary
     from .circuits import circuit_table
-    from .weights import model_arrays
+    from ..core.weights import model_arrays
 
     rows = []
 
@@ -242,9 +242,9 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
     training step (its weights are model.pt's).
     """
     from .behaviour import evaluation_samples
-    from .data import TaskConfig
-    from .metrics import per_token_loss
-    from .loading import load_model
+    from ..core.data import TaskConfig
+    from ..core.metrics import per_token_loss
+    from ..core.loading import load_model
 
     model, spec = load_model(model_path)
     task = TaskConfig.from_dict(spec["task"])
@@ -432,7 +432,7 @@ def pca(matrix, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def read_losses(path) -> dict:
-    from .loading import BadInput, open_npz
+    from ..core.loading import BadInput, open_npz
 
     out = open_npz(path, "a per_token_losses.npz")
     missing = [k for k in ("meta", "steps", "losses", "tokens") if k not in out]
@@ -474,9 +474,9 @@ def per_token_loss_pca(paths) -> pd.DataFrame:
 def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamics_settings_path,
                    dynamics_csv, losses_npz, phase_csv, log=print) -> None:
     """The dynamics stage of one model: dynamics.csv, per_token_losses.npz, phase_change.csv."""
-    from . import atomic
+    from .. import atomic
 
-    from .loading import read_json
+    from ..core.loading import read_json
 
     behaviour = read_json(behaviour_settings_path, "the behaviour settings")
     settings = read_json(dynamics_settings_path, "the dynamics settings")
@@ -495,13 +495,13 @@ def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamic
 
 
 def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
-    from . import atomic
+    from .. import atomic
 
     frame = per_token_loss_pca(paths)
     atomic.write_csv(table_csv, frame)
     if figure_png is not None:
-        from .dynamics_plots import pca_trajectories
-        from .plots import save
+        from ..report.dynamics_plots import pca_trajectories
+        from ..report.plots import save
 
         save(pca_trajectories(frame), figure_png)
     return frame
@@ -509,7 +509,7 @@ def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
 
 def read_phase_change(path) -> pd.DataFrame:
     """A phase_change.csv: step as text (an integer or a word), an empty note as ""."""
-    from .loading import read_table
+    from ..core.loading import read_table
 
     frame = read_table(path, PHASE_COLUMNS, dtype={"step": str, "note": str})
     frame["note"] = frame["note"].fillna("")

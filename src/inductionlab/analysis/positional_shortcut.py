@@ -19,7 +19,7 @@ The copy offset is ``k = block_len − 1`` (5 on the default task): token i + 1 
 token i − k once a block has passed. Every earlier copy of the target (k, k + block_len,
 ... back) holds the same letter, so a head can also spread its attention over all of
 them. The attention measures are the pipeline's own head scores
-(:mod:`inductionlab.attention`): ``nearest_copy`` (mean A[i, i − k]) and ``induction``
+(:mod:`inductionlab.analysis.attention`): ``nearest_copy`` (mean A[i, i − k]) and ``induction``
 (every earlier copy), each beside its chance level.
 """
 from __future__ import annotations
@@ -32,9 +32,9 @@ import torch
 
 from .attention import attention_score, offset_profile
 from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
-from .data import TaskConfig, validation_set
-from .metrics import evaluate
-from .seeding import first_seed
+from ..core.data import TaskConfig, validation_set
+from ..core.metrics import evaluate
+from ..core.seeding import first_seed
 
 OFFSET_COLUMNS = ["variant", "seed", "layer", "head", "offset", "attention"]
 POSITION_COLUMNS = ["variant", "seed", "query", "key", "offset", "score", "is_row_argmax"]
@@ -222,8 +222,8 @@ def shortcut_tables(model, spec: dict, settings: dict) -> dict[str, pd.DataFrame
 def write_shortcut(model_path, settings_path, metrics_csv, offsets_csv, completions_csv,
                    positions_csv, log=print) -> None:
     """The experiment's analysis of one model: four tables, each written atomically."""
-    from .atomic import write_csv
-    from .loading import load_model, read_json
+    from ..atomic import write_csv
+    from ..core.loading import load_model, read_json
 
     settings = read_json(settings_path, "the experiment's settings")
     model, spec = load_model(model_path)
@@ -251,7 +251,7 @@ def offsets_figure(offsets: pd.DataFrame, task: TaskConfig):
     the offsets of the target's copies (block_len − 1 back, then every block_len) are marked."""
     import matplotlib.pyplot as plt
 
-    from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
+    from ..report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
 
     variants = list(dict.fromkeys(offsets["variant"]))
     T = int(offsets["offset"].max()) + 1
@@ -294,7 +294,7 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
+    from ..report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
 
     part = positions[positions["seed"] == seed]
     variants = list(dict.fromkeys(part["variant"]))
@@ -331,9 +331,9 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
 
 def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positions_png) -> None:
     """Both figures from the stacked tables (the positional table of the first seed)."""
-    from .plots import save
+    from ..report.plots import save
 
-    from .loading import read_json, read_table
+    from ..core.loading import read_json, read_table
 
     task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings")["task"])
     k = copy_offset(task)

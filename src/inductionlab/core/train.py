@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from . import atomic
+from .. import atomic
 from .data import sample_sequences, validation_set
 from .loading import load_model, non_finite  # noqa: F401 - load_model: read back what save_model wrote
 from .metrics import evaluate, mean_loss, per_token_loss

@@ -2,13 +2,13 @@
 
 A pure function of the entry and the model config (:func:`expand_entry`), with the
 checks a config and a model must pass (:func:`config_problems`, :func:`check_fits`).
-Nothing here runs a model; :mod:`inductionlab.ablations` measures the plan.
+Nothing here runs a model; :mod:`inductionlab.analysis.ablations` measures the plan.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import ModelConfig
+from ..core.model import ModelConfig
 
 # kind -> what it does (the config's enum; the schema lists the same names)
 KINDS = {
@@ -199,7 +199,7 @@ def expand_entries(entries: list[dict], cfg: ModelConfig) -> list[Ablation]:
 
 def config_problems(config: dict) -> list[str]:
     """Every ablation entry checked against every variant of a validated config."""
-    from .spec import make_spec, model_config
+    from ..core.spec import make_spec, model_config
 
     entries = config.get("ablations", {}).get("entries", [])
     problems = []

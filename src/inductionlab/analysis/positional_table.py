@@ -8,7 +8,7 @@ checks its settings and measures how the tables differ.
 """
 from __future__ import annotations
 
-from .model import sinusoidal_table
+from ..core.model import sinusoidal_table
 
 
 def variance_share(form: str, seq_len: int, d: int, first: int = 3) -> float:

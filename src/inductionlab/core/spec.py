@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .atomic import write_text
+from ..atomic import write_text
 from .data import TaskConfig
 from .model import ModelConfig
 

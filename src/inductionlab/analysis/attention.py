@@ -236,7 +236,7 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
     ``return_logits`` also the logits on ``tokens`` (so that callers need no second
     forward pass).
     """
-    from .model import NO_INTERVENTION
+    from ..core.model import NO_INTERVENTION
 
     intervention = intervention or NO_INTERVENTION
     logits, cache = model.run_with_cache(tokens, intervention)

@@ -1,8 +1,8 @@
-"""Figures of the training dynamics, in the style of :mod:`inductionlab.plots`.
+"""Figures of the training dynamics, in the style of :mod:`inductionlab.report.plots`.
 
 Steps are drawn on a log axis as step + 1 (so that step 0 appears at 1), from the first
 checkpoint to the last; every axis label says so. Every figure fits the report's text
-column (:data:`inductionlab.plots.MAX_WIDTH_IN`), every panel is titled, and y ranges
+column (:data:`inductionlab.report.plots.MAX_WIDTH_IN`), every panel is titled, and y ranges
 are the quantities' own (losses from 0, scores 0–1, positivity −1..1).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ SUPTITLE_PT = STYLE["figure.titlesize"]
 
 
 def _detected(step) -> bool:
-    from .dynamics import NOT_DETECTED
+    from ..analysis.dynamics import NOT_DETECTED
 
     return str(step) not in NOT_DETECTED and not pd.isna(step)
 
@@ -52,7 +52,7 @@ def _figure_legend(fig, axes, **kwargs) -> None:
 
 
 def _curve(frame, metric, layer=-1, head=-1):
-    from .dynamics import metric_curve
+    from ..analysis.dynamics import metric_curve
 
     return metric_curve(frame, metric, layer, head)
 
@@ -110,7 +110,7 @@ def _chance_line(ax, frame: pd.DataFrame, metric: str, layer: int | None = None)
     """The ``<metric>_chance`` level (of ``layer``, or the mean over layers, at the last
     checkpoint) as a grey dotted line labelled "chance level", its value written at its
     right end; nothing when it is not recorded."""
-    from .dynamics import score_chance
+    from ..analysis.dynamics import score_chance
 
     try:
         chance = score_chance(frame, metric, None if layer is None else [layer])
@@ -200,10 +200,10 @@ def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
 
     ``task``: the task section of the config, to draw the loss floor (optional).
     """
-    from .data import TaskConfig, loss_floor
+    from ..core.data import TaskConfig, loss_floor
 
     out_dir = Path(out_dir)
-    from .loading import read_table
+    from ..core.loading import read_table
 
     frame = read_table(dynamics_csv, ["step", "metric"])
     phase = read_table(phase_csv, ["metric", "step"], dtype={"step": str})
@@ -249,7 +249,7 @@ def pca_trajectories(frame: pd.DataFrame):
 
 
 def _step_limits(steps) -> tuple[float, float]:
-    """x limits (step + 1) spanning the checkpoints (:func:`inductionlab.plots.step_limits`)."""
+    """x limits (step + 1) spanning the checkpoints (:func:`inductionlab.report.plots.step_limits`)."""
     return step_limits(steps)
 
 
@@ -272,7 +272,7 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
     """
     from matplotlib.lines import Line2D
 
-    from .dynamics import BEST_INDUCTION, metric_curve, score_chance
+    from ..analysis.dynamics import BEST_INDUCTION, metric_curve, score_chance
 
     seeds = sorted(int(s) for s in dynamics["seed"].unique())
     colours = plt.get_cmap("tab10")

@@ -1,7 +1,7 @@
 """Ablations (SCIENCE.md, "Ablations"): what a model loses when a path is removed.
 
 Layers are 0-based: the write-up's "layer 2" is layer 1, its "layer-1 heads" are the
-heads of layer 0. Every ablation is an :class:`~inductionlab.model.Intervention` on
+heads of layer 0. Every ablation is an :class:`~inductionlab.core.model.Intervention` on
 the one model, never a second model:
 
 - composition (``layer_inputs``): a layer's queries, keys or values are computed from
@@ -18,7 +18,7 @@ the one model, never a second model:
 - smear off (``use_smear``): a smeared layer uses its raw keys (sigma = 1).
 
 Config entries ``{kind, target}`` expand into concrete :class:`Ablation` records in
-:mod:`inductionlab.ablation_plan` (a pure function of the entry and the model config);
+:mod:`inductionlab.analysis.ablation_plan` (a pure function of the entry and the model config);
 here :class:`AblatedModel` runs a model under one of them and can be used wherever a model
 is (greedy decoding, head scores); :func:`ablation_table` measures every ablation.
 """
@@ -33,7 +33,7 @@ import torch
 
 from .ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
                             Ablation, head_name, check_fits, expand_entries)
-from .model import NO_INTERVENTION, Intervention, ModelConfig
+from ..core.model import NO_INTERVENTION, Intervention, ModelConfig
 
 # ---------------------------------------------------------------- interventions
 
@@ -204,7 +204,7 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     (``induction_mean_L{l}``, ``induction_max_L{l}``, ``induction_chance_L{l}``, ...).
     """
     from .attention import head_score_table
-    from .metrics import task_metrics
+    from ..core.metrics import task_metrics
 
     logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
     metrics = task_metrics(logits, tokens, task)
@@ -263,10 +263,10 @@ def write_ablations(model_path, behaviour_settings_path, settings_path, table_cs
                     log=print) -> None:
     """The ablation stage for one model: ``ablations.csv`` and ``ablated_attention.npz``."""
 
-    from . import atomic
+    from .. import atomic
     from .behaviour import check_prompt, evaluation_samples
-    from .data import TaskConfig
-    from .loading import load_model, read_json
+    from ..core.data import TaskConfig
+    from ..core.loading import load_model, read_json
 
     behaviour = read_json(behaviour_settings_path, "the behaviour settings")
     settings = read_json(settings_path, "the ablation settings")

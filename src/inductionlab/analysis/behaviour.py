@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .data import (ALPHABET, TaskConfig, check_prompt, decode, encode,
+from ..core.data import (ALPHABET, TaskConfig, check_prompt, decode, encode,
                    repeat_blocks, sample_blocks)
-from .seeding import generator
+from ..core.seeding import generator
 
 
 # ---------------------------------------------------------------- prompts
@@ -311,7 +311,7 @@ def model_summary(model, tokens: torch.Tensor, task: TaskConfig, logits=None) ->
     """Headline numbers of a model on ``tokens``: loss_all, loss_pred, acc_pred,
     icl_score and loss_pos (the per-prediction loss, a list of T - 1 values).
     ``logits``: the model's logits on ``tokens`` if already computed."""
-    from .metrics import task_metrics
+    from ..core.metrics import task_metrics
 
     metrics = task_metrics(model(tokens) if logits is None else logits, tokens, task)
     return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
@@ -337,10 +337,10 @@ def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tenso
 def write_behaviour(model_path, settings_path, completions_csv, failure_csv, attention_npz,
                     head_scores_csv, summary_csv, log=print) -> None:
     """The behaviour stage for one model: every table and the attention arrays."""
-    from . import atomic
+    from .. import atomic
     from .attention import head_score_table, offset_profile
     from .roles import head_roles
-    from .loading import load_model, read_json
+    from ..core.loading import load_model, read_json
 
     settings = read_json(settings_path, "the behaviour settings")
     model, spec = load_model(model_path)

@@ -1,10 +1,10 @@
 """Attention figures: one model's heatmaps (mean, offset profile, every suite prompt) and
 the cross-seed grid of every head's mean pattern, heads ordered by their role score.
 
-Every figure fits the report's text column (see :mod:`inductionlab.plots`): panels are sized
+Every figure fits the report's text column (see :mod:`inductionlab.report.plots`): panels are sized
 from the number of tick labels they must carry, and a figure that would grow too tall
 is split (a prompt's heatmaps are one figure per layer). The limits are
-:data:`inductionlab.plots.MAX_WIDTH_IN`, ``MAX_HEIGHT_IN`` and ``MIN_FONT_PT``.
+:data:`inductionlab.report.plots.MAX_WIDTH_IN`, ``MAX_HEIGHT_IN`` and ``MIN_FONT_PT``.
 """
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     Per suite prompt one figure per layer (:func:`prompt_figure_names`): 24 letters on
     each axis need panels too large for all of a 2-layer model's heads in one figure.
     """
-    from .loading import open_npz
+    from ..core.loading import open_npz
 
     out_dir = Path(out_dir)
     arrays = open_npz(attention_npz, "an attention.npz")
@@ -340,7 +340,7 @@ def write_attention_seeds(variant: str, out, inputs: list) -> None:
     """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
     attention.npz (seed from the ``seed{N}`` folder), the aggregated head_scores table,
     and optionally a spec.json of the variant (for its smeared layers)."""
-    from .loading import open_npz, read_json, read_table
+    from ..core.loading import open_npz, read_json, read_table
 
     means, scores, smear = {}, None, ()
     for path in map(Path, inputs):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .atomic import write_csv
+from ..atomic import write_csv
 
 ID_COLUMNS = ("variant", "seed")
 STATS = ("n", "mean", "std", "min", "max")
@@ -84,7 +84,7 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
     Every table the project writes ends with a newline; a truncated one almost never
     does. ``final_step``: the table is a log whose last row must be this step.
     """
-    from .loading import BadInput, check_file, read_table
+    from ..core.loading import BadInput, check_file, read_table
 
     with open(check_file(path, "a CSV table"), "rb") as f:
         f.seek(-1, 2)

@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .atomic import atomic_path, write_csv
-from .weights import load_weights
+from ..atomic import atomic_path, write_csv
+from ..core.weights import load_weights
 
 COMPOSITION_KINDS = ("K", "Q", "V")
 

@@ -1,6 +1,6 @@
 """Heatmaps of token-space circuits: every head's V x V OV and QK circuit of one model.
 
-The matrices and their eigenvalue positivity come from :mod:`inductionlab.circuits`
+The matrices and their eigenvalue positivity come from :mod:`inductionlab.analysis.circuits`
 (``ov_circuit``, ``qk_circuit``, ``circuit_table``); this module only draws them.
 Rows are the source token (OV: the token the head attends to; QK: the query token),
 columns the output token (OV: the logit it raises or lowers; QK: the key token).
@@ -15,10 +15,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import circuits
+from ..analysis import circuits
 from .attention_plots import LETTERS, tick_step
 from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
-from .weights import load_weights
+from ..core.weights import load_weights
 
 CIRCUIT_CMAP = "RdBu_r"
 KINDS = {
