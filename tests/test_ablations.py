@@ -8,7 +8,7 @@ import torch
 
 from conftest import SCHEMA, tiny_spec
 from handbuilt import InductionCircuitModel
-from inductionlab.analysis.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
+from inductionlab.core.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)
 from inductionlab.analysis.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
 from inductionlab.analysis.behaviour import evaluation_samples

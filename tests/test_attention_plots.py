@@ -10,6 +10,7 @@ import torch
 from handbuilt import ShiftCopyModel
 from inductionlab.report import attention_plots as ap
 from inductionlab.report import plots
+from inductionlab.report.figures import write_figure
 from inductionlab.analysis.attention import offset_profile
 from inductionlab.analysis.behaviour import check_prompt, expected_completion, greedy_complete, prompt_attention
 from inductionlab.core.data import TaskConfig, decode, encode
@@ -197,7 +198,7 @@ def test_smeared_one_layer_model_is_ordered_by_induction(tmp_path):
     assert ap.order_heads(pd.read_csv(inputs[-2]).query("variant == 'm' and seed == 0"), 1, []) == \
         [(0, [1, 0, 2, 3], "previous_token")]
     out = tmp_path / "attention_seeds.png"
-    plots.write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
+    write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
     check_png(out)
     scores = pd.read_csv(inputs[-2]).query("variant == 'm'")
     means = {s: [np.load(inputs[i])["mean_pattern_L0"]] for i, s in enumerate((0, 1))}
@@ -211,7 +212,7 @@ def test_smeared_one_layer_model_is_ordered_by_induction(tmp_path):
 def test_five_seeds_fit_the_page(tmp_path, n_layers):
     inputs = seed_inputs(tmp_path, n_layers=n_layers, seeds=range(5))
     out = tmp_path / "attention_seeds.png"
-    plots.write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
+    write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
     check_png(out)
     scores = pd.read_csv(inputs[-2]).query("variant == 'm'")
     means = {s: [np.load(inputs[s])[f"mean_pattern_L{l}"] for l in range(n_layers)] for s in range(5)}

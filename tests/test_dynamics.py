@@ -14,8 +14,10 @@ from inductionlab.analysis.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNA
                                    best_induction_heads, induction_layers, induction_rise,
                                    per_token_loss_pca, phase_change_table, pca, read_phase_change,
                                    steepest_drop, write_dynamics, write_per_token_loss_pca)
-from inductionlab.report.dynamics_plots import phase_change_figure, write_dynamics_figures
-from inductionlab.report.plots import write_figure
+from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
+                                                write_dynamics_figures)
+from inductionlab.report.figures import write_figure
+from inductionlab.report.plots import save
 from inductionlab.core.train import checkpoint_steps, load_model, train
 from inductionlab.core.weights import save_weights
 
@@ -133,7 +135,8 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
                    root / "dynamics.json", other / "dynamics.csv", other / "per_token_losses.npz",
                    other / "phase_change.csv", log=lambda m: None)
     paths = [folder / "per_token_losses.npz", other / "per_token_losses.npz"]
-    table = write_per_token_loss_pca(paths, tmp_path / "pca.csv", tmp_path / "pca.png")
+    table = write_per_token_loss_pca(paths, tmp_path / "pca.csv")
+    save(pca_trajectories(table), tmp_path / "pca.png")
     assert list(table.columns) == ["variant", "seed", "step", "PC1", "PC2",
                                    "explained_variance_PC1", "explained_variance_PC2"]
     assert set(table["variant"]) == {"two_layer", "one_layer"}

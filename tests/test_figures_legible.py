@@ -17,8 +17,8 @@ import torch
 from matplotlib import pyplot as plt
 
 from inductionlab.analysis import positional_shortcut
-from inductionlab.report import dynamics_plots, plots
-from inductionlab.analysis.ablation_plan import expand_entries
+from inductionlab.report import dynamics_plots, figures, plots, shortcut_plots
+from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
 from inductionlab.analysis.circuits import composition_table, spectra
@@ -194,9 +194,9 @@ FIGURES = {
     "phase_change_figure": lambda d: dynamics_plots.phase_change_figure(
         d["dynamics"], d["phase"], "two_layer"),
     "pca_trajectories": lambda d: dynamics_plots.pca_trajectories(d["pca"]),
-    "offsets_figure": lambda d: positional_shortcut.offsets_figure(d["offsets"],
+    "offsets_figure": lambda d: shortcut_plots.offsets_figure(d["offsets"],
                                                                    TaskConfig.from_dict(TASK)),
-    "positions_figure": lambda d: positional_shortcut.positions_figure(d["positions"], 0, 5),
+    "positions_figure": lambda d: shortcut_plots.positions_figure(d["positions"], 0, 5),
 }
 
 
@@ -366,7 +366,7 @@ def test_write_figure_writes_every_figure_at_print_size(inputs, tmp_path):
              "dynamics": [tables["dynamics"]], "phase_change": [tables["dynamics"], tables["phase"]]}
     for name, paths in calls.items():
         out = tmp_path / f"{name}.png"
-        plots.write_figure(name, "two_layer", settings, out, paths)
+        figures.write_figure(name, "two_layer", settings, out, paths)
         width, height, dpi = png_size(out)
         assert dpi == pytest.approx(plots.DPI, abs=0.5), name
         assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01, name
@@ -382,7 +382,7 @@ def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path
     inputs["positions"].to_csv(tmp_path / "positions.csv", index=False)
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"task": TASK}))
-    positional_shortcut.write_figures(tmp_path / "offsets.csv", tmp_path / "positions.csv", settings,
+    shortcut_plots.write_figures(tmp_path / "offsets.csv", tmp_path / "positions.csv", settings,
                                       tmp_path / "offsets.png", tmp_path / "positions.png")
     for path in written + [tmp_path / "offsets.png", tmp_path / "positions.png"]:
         width, height, dpi = png_size(path)

@@ -17,7 +17,8 @@ from inductionlab.analysis.positional_shortcut import (attention_summary, check_
                                               position_summary, position_table,
                                               row_argmax_offsets, shortcut_metrics,
                                               shortcut_tables,
-                                              write_figures, write_shortcut)
+                                              write_shortcut)
+from inductionlab.report.shortcut_plots import write_figures
 from inductionlab.core.train import save_model
 
 from conftest import ROOT

@@ -146,8 +146,12 @@ def _cmd_dynamics_figures(args) -> None:
 
 def _cmd_per_token_loss_pca(args) -> None:
     from .analysis.dynamics import write_per_token_loss_pca
+    from .report.dynamics_plots import pca_trajectories
+    from .report.plots import save
 
-    frame = write_per_token_loss_pca(args.losses, args.table, args.figure)
+    frame = write_per_token_loss_pca(args.losses, args.table)
+    if args.figure is not None:
+        save(pca_trajectories(frame), args.figure)
     print(f"PCA of {len(frame)} checkpoints: explained variance PC1 "
           f"{frame['explained_variance_PC1'].iloc[0]:.3f}, PC2 "
           f"{frame['explained_variance_PC2'].iloc[0]:.3f}", file=sys.stderr)
@@ -172,7 +176,7 @@ def _cmd_claims(args) -> None:
 
 
 def _cmd_figure(args) -> None:
-    from .report.plots import write_figure
+    from .report.figures import write_figure
 
     write_figure(args.name, args.variant, args.settings, args.out, args.inputs)
 
@@ -205,7 +209,7 @@ def _cmd_positional_shortcut(args) -> None:
 
 
 def _cmd_positional_shortcut_figures(args) -> None:
-    from .analysis.positional_shortcut import write_figures
+    from .report.shortcut_plots import write_figures
 
     write_figures(args.offsets, args.positions, args.settings, args.offsets_figure,
                   args.positions_figure)

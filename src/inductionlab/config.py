@@ -122,7 +122,7 @@ def check_semantics(config: dict) -> list[str]:
 
 def _check_ablations(config: dict) -> list[str]:
     """Every ablation entry against every variant (a named layer or head must exist)."""
-    from .analysis.ablation_plan import config_problems
+    from .core.ablation_plan import config_problems
 
     return config_problems(config)
 

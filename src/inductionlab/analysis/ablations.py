@@ -18,7 +18,7 @@ the one model, never a second model:
 - smear off (``use_smear``): a smeared layer uses its raw keys (sigma = 1).
 
 Config entries ``{kind, target}`` expand into concrete :class:`Ablation` records in
-:mod:`inductionlab.analysis.ablation_plan` (a pure function of the entry and the model config);
+:mod:`inductionlab.core.ablation_plan` (a pure function of the entry and the model config);
 here :class:`AblatedModel` runs a model under one of them and can be used wherever a model
 is (greedy decoding, head scores); :func:`ablation_table` measures every ablation.
 """
@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
+from ..core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
                             Ablation, head_name, check_fits, expand_entries)
 from ..core.model import NO_INTERVENTION, Intervention, ModelConfig
 

@@ -494,16 +494,12 @@ def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamic
             + (f": {r.note}" if r.note else ""))
 
 
-def write_per_token_loss_pca(paths, table_csv, figure_png=None) -> pd.DataFrame:
+def write_per_token_loss_pca(paths, table_csv) -> pd.DataFrame:
+    """The joint PCA of every model's per-token losses, written to ``table_csv``."""
     from .. import atomic
 
     frame = per_token_loss_pca(paths)
     atomic.write_csv(table_csv, frame)
-    if figure_png is not None:
-        from ..report.dynamics_plots import pca_trajectories
-        from ..report.plots import save
-
-        save(pca_trajectories(frame), figure_png)
     return frame
 
 

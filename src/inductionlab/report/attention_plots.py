@@ -336,7 +336,7 @@ def attention_seeds_figure(means_by_seed: dict[int, list[np.ndarray]], scores, t
     return fig
 
 
-def write_attention_seeds(variant: str, out, inputs: list) -> None:
+def attention_seeds_from_files(variant: str, inputs: list):
     """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
     attention.npz (seed from the ``seed{N}`` folder), the aggregated head_scores table,
     and optionally a spec.json of the variant (for its smeared layers)."""
@@ -360,4 +360,4 @@ def write_attention_seeds(variant: str, out, inputs: list) -> None:
         raise ValueError("attention_seeds needs every seed's attention.npz and a head_scores CSV")
     if "variant" in scores:
         scores = scores[scores["variant"] == variant]
-    save(attention_seeds_figure(means, scores, variant, smear), out)
+    return attention_seeds_figure(means, scores, variant, smear)

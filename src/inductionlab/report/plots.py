@@ -18,7 +18,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..atomic import atomic_path  # noqa: E402
-from ..core.seeding import first_seed  # noqa: E402
 from .labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
@@ -401,58 +400,6 @@ def failure_chart(failures, title: str, top: int = 15):
     return fig
 
 
-def write_figure(name: str, variant: str, settings_path, out, inputs: list) -> None:
-    """One figure of ``variant`` across its seeds (ablated_attention: its first seed)."""
-    if name == "attention_seeds":  # drawn in attention_plots (which imports this module)
-        from .attention_plots import write_attention_seeds
-        return write_attention_seeds(variant, out, inputs)
-    from ..core.data import TaskConfig, loss_floor
-
-    from ..core.loading import open_npz, read_json, read_table
-
-    task = TaskConfig.from_dict(read_json(settings_path, "the stage settings")["task"])
-
-    def table(path):
-        frame = read_table(path, ["variant"])
-        return frame[frame["variant"] == variant]
-
-    if name == "training":
-        fig = training_curves(table(inputs[0]), variant, loss_floor(task))
-    elif name == "spectra":
-        by_seed = {}
-        for path in inputs:
-            seed = int(Path(path).parent.name.removeprefix("seed"))
-            by_seed[seed] = open_npz(path, "an eigenvalues.npz")
-        fig = spectra_figure(by_seed, variant)
-    elif name == "composition":
-        comp = table(inputs[0])
-        fig = composition_figure(comp, variant, first_seed(comp["seed"]))
-    elif name == "failure_modes":
-        fig = failure_chart(table(inputs[0]), variant)
-    elif name == "ablations":
-        fig = ablation_bars(table(inputs[0]), variant)
-    elif name == "ablated_attention":
-        n_layers = open_npz(inputs[0], "an ablated_attention.npz")["baseline"].shape[0]
-        rows = [(name, l) for l in range(1, n_layers)  # every later layer: clean, then ablated
-                for name in ("baseline", f"qk_from_embedding_L{l}", f"plus_k_L{l}", f"plus_q_L{l}")]
-        fig = ablated_patterns(inputs[0], rows, f"{variant} {Path(inputs[0]).parent.name}")
-    elif name == "dynamics":
-        fig = dynamics_bands(table(inputs[0]), variant)
-    elif name == "phase_change":
-        from ..analysis.dynamics import read_phase_change
-        from .dynamics_plots import phase_change_figure
-
-        phase = read_phase_change(inputs[1])
-        fig = phase_change_figure(table(inputs[0]), phase[phase["variant"] == variant], variant)
-    else:
-        raise ValueError(f"unknown figure {name!r}; known: training, spectra, composition, "
-                         "failure_modes, ablations, ablated_attention, dynamics, phase_change")
-    save(fig, out)
-
-
-# Ablations that act on one head (or take one head out of a layer's input): head numbers
-# are not comparable between seeds, so these are ranked within each seed, never averaged
-# by head index. {kind: what one row does, in words}
 PER_HEAD_ABLATIONS = {
     "zero_heads": "zero a layer-{layer} head",
     "mean_heads": "mean-ablate a layer-{layer} head",

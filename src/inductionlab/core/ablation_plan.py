@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.model import ModelConfig
+from .model import ModelConfig
 
 # kind -> what it does (the config's enum; the schema lists the same names)
 KINDS = {
@@ -199,7 +199,7 @@ def expand_entries(entries: list[dict], cfg: ModelConfig) -> list[Ablation]:
 
 def config_problems(config: dict) -> list[str]:
     """Every ablation entry checked against every variant of a validated config."""
-    from ..core.spec import make_spec, model_config
+    from .spec import make_spec, model_config
 
     entries = config.get("ablations", {}).get("entries", [])
     problems = []

@@ -1,0 +1,68 @@
+"""The cross-seed figures of a model, by name: one registry of what each reads and draws.
+
+Each entry takes the figure's input paths (in the order the workflow's ``figure`` rule
+lists them), the model's name and the stage settings file (for the task), and returns a
+matplotlib figure.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..analysis.dynamics import read_phase_change
+from ..core.data import TaskConfig, loss_floor
+from ..core.loading import open_npz, read_json, read_table
+from ..core.seeding import first_seed
+from .attention_plots import attention_seeds_from_files
+from .dynamics_plots import phase_change_figure
+from .plots import (ablated_patterns, ablation_bars, composition_figure, dynamics_bands,
+                    failure_chart, save, spectra_figure, training_curves)
+
+
+def _rows(path, model: str):
+    frame = read_table(path, ["variant"])
+    return frame[frame["variant"] == model]
+
+
+def _spectra(inputs, model, settings):
+    by_seed = {int(Path(p).parent.name.removeprefix("seed")): open_npz(p, "an eigenvalues.npz")
+               for p in inputs}
+    return spectra_figure(by_seed, model)
+
+
+def _composition(inputs, model, settings):
+    comp = _rows(inputs[0], model)
+    return composition_figure(comp, model, first_seed(comp["seed"]))
+
+
+def _ablated_attention(inputs, model, settings):
+    n_layers = open_npz(inputs[0], "an ablated_attention.npz")["baseline"].shape[0]
+    rows = [(name, l) for l in range(1, n_layers)  # every later layer: clean, then ablated
+            for name in ("baseline", f"qk_from_embedding_L{l}", f"plus_k_L{l}", f"plus_q_L{l}")]
+    return ablated_patterns(inputs[0], rows, f"{model} {Path(inputs[0]).parent.name}")
+
+
+def _phase_change(inputs, model, settings):
+    phase = read_phase_change(inputs[1])
+    return phase_change_figure(_rows(inputs[0], model), phase[phase["variant"] == model], model)
+
+
+FIGURES = {
+    "training": lambda inputs, model, settings: training_curves(
+        _rows(inputs[0], model), model,
+        loss_floor(TaskConfig.from_dict(read_json(settings, "the stage settings")["task"]))),
+    "spectra": _spectra,
+    "composition": _composition,
+    "failure_modes": lambda inputs, model, settings: failure_chart(_rows(inputs[0], model), model),
+    "ablations": lambda inputs, model, settings: ablation_bars(_rows(inputs[0], model), model),
+    "ablated_attention": _ablated_attention,
+    "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model), model),
+    "phase_change": _phase_change,
+    "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
+}
+
+
+def write_figure(name: str, model: str, settings_path, out, inputs: list) -> None:
+    """Figure ``name`` of ``model`` across its seeds, saved to ``out``."""
+    if name not in FIGURES:
+        raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
+    save(FIGURES[name](list(inputs), model, settings_path), out)
