@@ -1,25 +1,15 @@
 # Positional shortcut: can one layer solve the task with a learned positional table?
 #
-# With a fixed sinusoidal table the position–position term p_i·p_j of the attention
-# score is fixed, so a 1-layer model cannot learn "attend 5 back". This experiment
-# trains the base variant (one_layer) with pos_encoding: learned for every seed and
-# compares it with fixed-table variants of the main pipeline: losses, completions,
-# attention by offset per head, and the learned table's p pᵀ/√d.
-#
-# Switched on by listing this file under extra_rules in config.yaml; its settings are
-# config["experiments"]["positional_shortcut"] (keys and defaults:
-# workflow/schemas/positional_shortcut.schema.yaml). The learned-table model is a
-# registered model: the generic stages train and analyse it in results/{model}/seed{seed}/.
-# Its own outputs:
-#   results/{model}/seed{seed}/positional_shortcut{,_offsets,_completions,_positions}.csv
-#       for the learned-table model and every compared variant
-#   results/tables/positional_shortcut*.csv           stacked, with *_summary.csv
-#   results/positional_shortcut/figures/              attention by offset, p pᵀ/√d
-# No `conda:` directive, for the reason given in train.smk.
-from inductionlab.core.data import TaskConfig
+# With a fixed table the position–position term p_i·p_j of the score is fixed, so one
+# layer cannot learn "attend 5 back". The base variant with pos_encoding: learned is a
+# registered model (trained and analysed by the generic stages); this file adds its own
+# analysis of it and of the compared variants (results/{model}/seed{seed}/positional_
+# shortcut*.csv, stacked into results/tables/), two figures and a section. Settings:
+# config["experiments"]["positional_shortcut"] (workflow/schemas/positional_shortcut.schema.yaml);
+# words: positional_shortcut.prose.yaml. No `conda:` directive, for the reason in train.smk.
 from inductionlab.analysis.positional_shortcut import metric_names
+from inductionlab.core.data import TaskConfig
 
-# Checked, with defaults filled, by the Snakefile against positional_shortcut.schema.yaml.
 PS = config["experiments"]["positional_shortcut"]
 PS_DIR = f"{RESULTS}/positional_shortcut"
 PS_LEARNED = register_model(f"{PS['base_variant']}_learned", PS["base_variant"],
