@@ -18,7 +18,7 @@ PT_HEAD = model_settings(PT["variants"][0])
 PT_SHARE = {form: variance_share(form, TaskConfig.from_dict(config["task"]).seq_len,
                                  PT_HEAD["d_model"] // PT_HEAD["n_heads"])
             for form in ("original", PT_FORM)}
-PT_WORDS = section_prose("positional_table.prose.yaml", form=PT_FORM,
+PT_WORDS = section_prose("positional_table.prose.yaml", form=PT_FORM, variants=list(PT_MODELS),
                          models=list(PT_MODELS.values()), share=PT_SHARE)
 
 report_section(
