@@ -153,7 +153,7 @@ def build_html(manifest: dict) -> str:
     headline_number = numbers.next("table")
     keys = key_figures(manifest, numbers)
     shown = {f["path"]: f["number"] for f in keys.values()}
-    families = family_comparison(manifest, numbers) if scorecard is not None else None
+    families = family_table(manifest, numbers) if scorecard is not None else None
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
@@ -195,7 +195,7 @@ def build_html(manifest: dict) -> str:
     )
 
 
-def family_comparison(manifest: dict, numbers: Numbers) -> dict | None:
+def family_table(manifest: dict, numbers: Numbers) -> dict | None:
     """The table of every claim's outcome in each model family, when the run has families
     besides the write-up's."""
     titles = list((manifest.get("families") or {}).values())
