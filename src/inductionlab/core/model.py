@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import causal_attention as kernel
 from .seeding import generator
 
 POS_ENCODINGS = ("original", "standard", "learned")
@@ -178,9 +179,11 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
-        # "sdpa": PyTorch's fused attention kernel where no pattern is kept or edited (it
-        # pays on a GPU); "explicit": always the softmax pattern as a tensor, which for
-        # 8-dim heads on a CPU is faster, eager or compiled (benchmarks/train_speed.py).
+        # How attention is computed where no pattern is kept or edited (a training step, a
+        # plain forward pass): "explicit", the softmax pattern as a tensor between two
+        # batched matmuls; "kernel", the C++ kernel of causal_attention.py (on a CPU);
+        # "sdpa", PyTorch's fused kernel (on a GPU). Analyses keep the pattern and always
+        # take the explicit form. :func:`choose_attention` sets it for training.
         self.attention_form = "explicit"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
@@ -245,15 +248,20 @@ class AttentionOnlyTransformer(nn.Module):
         pos = self.pos[:T]
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
-        fused = (self.attention_form == "sdpa" and not keep_pattern and torch.is_grad_enabled()
-                 and type(intervention).pattern is Intervention.pattern)
+        form = self.attention_form
+        if keep_pattern or type(intervention).pattern is not Intervention.pattern:
+            form = "explicit"
+        elif form == "sdpa" and not torch.is_grad_enabled():
+            form = "explicit"
         for l in range(cfg.n_layers):
             q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
             q = q + pos
             if str(l) in self.smear_alpha and intervention.use_smear(l):
                 k = smear_keys(k, self.smear_alpha[str(l)])
             k = k + pos
-            if fused:
+            if form == "kernel":
+                z, _ = kernel.causal_attention(q.contiguous(), k.contiguous(), v.contiguous(), scale)
+            elif form == "sdpa":
                 z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
             else:
                 scores = (q @ k.transpose(-1, -2)) * scale + mask
@@ -278,6 +286,22 @@ class AttentionOnlyTransformer(nn.Module):
         per_head = (intervention.needs_head_out
                     or type(intervention).head_out is not Intervention.head_out)
         return self._run(tokens, intervention, per_head, keep_pattern=False)[0]
+
+
+def choose_attention(model: AttentionOnlyTransformer, device: torch.device, log=None) -> str:
+    """Set and return the fastest attention form for training ``model`` on ``device``.
+
+    A GPU takes PyTorch's fused kernel; a CPU the C++ kernel where it builds here, else
+    the explicit form (and ``log`` says why).
+    """
+    if device.type == "cuda":
+        model.attention_form = "sdpa"
+    else:
+        ok, why = kernel.available(model.cfg.seq_len, model.cfg.d_head)
+        model.attention_form = "kernel" if ok else "explicit"
+        if not ok and log:
+            log(f"attention: explicit, the C++ kernel is not available ({why})")
+    return model.attention_form
 
 
 def build_model(cfg: ModelConfig, seed: int) -> AttentionOnlyTransformer:

@@ -1,0 +1,121 @@
+"""The C++ causal attention kernel against the explicit softmax attention, and its build."""
+import math
+
+import pytest
+import torch
+
+from inductionlab.core import causal_attention as kernel
+from inductionlab.core.data import TaskConfig, sample_sequences
+from inductionlab.core.metrics import mean_loss
+from inductionlab.core.model import ModelConfig, build_model, choose_attention
+from inductionlab.core.seeding import generator
+from inductionlab.core.train import loss_function, optimizer, train_step
+
+pytestmark = pytest.mark.skipif(not kernel.available(24, 8)[0],
+                                reason=f"the attention kernel does not build here: {kernel.available(24, 8)[1]}")
+
+
+def explicit(q, k, v, scale):
+    T = q.shape[2]
+    mask = torch.full((T, T), float("-inf"), dtype=q.dtype).triu(1)
+    pattern = torch.softmax(q @ k.transpose(-1, -2) * scale + mask, dim=-1)
+    return pattern @ v, pattern
+
+
+def qkv(shape, seed, spread=1.0, grad=False):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(shape, generator=gen) * spread).requires_grad_(grad) for _ in range(3)]
+
+
+@pytest.mark.parametrize("T,d", [(24, 8), (9, 8), (1, 8), (17, 4), (24, 16), (8, 2)])
+def test_forward_and_backward_equal_the_explicit_attention_in_float64(T, d):
+    q, k, v = qkv((3, 2, T, d), seed=T * d, grad=True)
+    scale = 1 / math.sqrt(d)
+    z, pattern = kernel.causal_attention(q, k, v, scale)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    z64, pattern64 = explicit(q64, k64, v64, scale)
+    assert torch.allclose(pattern.double(), pattern64, atol=1e-6)
+    assert torch.allclose(z.double(), z64, atol=1e-6)
+    assert torch.equal(pattern.triu(1), torch.zeros_like(pattern))  # exactly causal
+    dz = torch.randn(z.shape, generator=torch.Generator().manual_seed(1))
+    grads = torch.autograd.grad(z, (q, k, v), dz)
+    grads64 = torch.autograd.grad(z64, (q64, k64, v64), dz.double())
+    for g, g64, name in zip(grads, grads64, "qkv"):
+        assert torch.allclose(g.double(), g64, atol=1e-5), name
+
+
+def test_queries_of_zero_attend_uniformly_and_average_the_values():
+    T, d = 24, 8
+    _, k, v = qkv((2, 4, T, d), seed=3)
+    z, pattern = kernel.causal_attention(torch.zeros(2, 4, T, d), k, v, 1 / math.sqrt(d))
+    counts = torch.arange(1, T + 1, dtype=torch.float32)
+    uniform = torch.ones(T, T).tril() / counts[:, None]
+    assert torch.allclose(pattern, uniform.expand_as(pattern), atol=1e-7)
+    running_mean = v.cumsum(dim=2) / counts[:, None]
+    assert torch.allclose(z, running_mean, atol=1e-6)
+
+
+def test_peaked_scores_neither_overflow_nor_lose_the_maximum():
+    q, k, v = qkv((2, 4, 24, 8), seed=5, spread=30.0)  # scores in the hundreds
+    z, pattern = kernel.causal_attention(q, k, v, 1.0)
+    z_ref, pattern_ref = explicit(q.double(), k.double(), v.double(), 1.0)
+    assert torch.isfinite(z).all() and torch.isfinite(pattern).all()
+    assert torch.allclose(pattern.double(), pattern_ref, atol=1e-6)
+    assert torch.allclose(z.double(), z_ref, atol=1e-4)
+
+
+def test_a_nan_input_gives_nan_not_a_number_that_hides_it():
+    q, k, v = qkv((1, 1, 24, 8), seed=7)
+    q[0, 0, 5, 0] = float("nan")
+    z, _ = kernel.causal_attention(q, k, v, 0.35)
+    assert torch.isnan(z[0, 0, 5]).all() and not torch.isnan(z[0, 0, 4]).any()
+
+
+@pytest.mark.parametrize("model", [{"n_layers": 2}, {"n_layers": 1, "smear_layers": (0,)}])
+def test_compiled_training_with_the_kernel_follows_the_explicit_attention(model):
+    """The numbers a training run takes: the same losses to 1e-4 over a short run."""
+    cfg, task = ModelConfig(**model), TaskConfig()
+    losses = {}
+    for form, compiled in (("explicit", False), ("kernel", True)):
+        m = build_model(cfg, 0)
+        m.attention_form = form
+        opt = optimizer(m.parameters(), {"lr": 1e-3, "weight_decay": 1.0})
+        fn, gen = loss_function(m, compiled, log=print), generator(0, "batches")
+        losses[form] = [train_step(fn(sample_sequences(64, task, gen)), opt).item() for _ in range(40)]
+    assert max(abs(a - b) for a, b in zip(losses["kernel"], losses["explicit"])) < 1e-4
+    assert losses["kernel"][-1] < losses["kernel"][0] - 0.005  # it did train
+
+
+def test_the_model_takes_the_kernel_only_where_no_pattern_is_kept():
+    m = build_model(ModelConfig(n_layers=2), 1)
+    assert choose_attention(m, torch.device("cpu")) == "kernel"
+    tokens = sample_sequences(4, TaskConfig(), generator(1, "t"))
+    logits, cache = m.run_with_cache(tokens)  # the analyses' path: patterns as tensors
+    assert len(cache.pattern) == 2
+    assert torch.allclose(m(tokens), logits, atol=1e-5)
+    assert torch.allclose(mean_loss(m(tokens), tokens), mean_loss(logits, tokens), atol=1e-6)
+
+
+def test_the_kernel_for_a_head_size_it_is_not_written_for_is_refused():
+    ok, why = kernel.available(24, 6)
+    assert not ok and "power of two" in why
+    m = build_model(ModelConfig(d_model=24, n_heads=4), 0)
+    said = []
+    assert choose_attention(m, torch.device("cpu"), log=said.append) == "explicit"
+    assert "not available" in said[0]
+
+
+def test_a_failed_build_leaves_nothing_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CXX", "false")  # a "compiler" that always fails
+    with pytest.raises(kernel.KernelUnavailable, match="failed"):
+        kernel.build(24, 8)
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def test_a_built_library_is_reused_not_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    first = kernel.build(12, 4)
+    built = first.stat().st_mtime_ns
+    assert kernel.build(12, 4) == first and first.stat().st_mtime_ns == built
+    assert first.parent == tmp_path / "inductionlab"
