@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -377,6 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # Every command computes with --threads threads (1 where it has no such option), as
+    # the workflow's job slots assume; set before torch or numpy is imported, whose
+    # thread pools read it. A variable set in the environment is left as it is.
+    threads = str(max(1, getattr(args, "threads", 1)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, threads)
     from .config import ConfigError
     from .core.train import TrainingDiverged
 

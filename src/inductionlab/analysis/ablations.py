@@ -166,10 +166,11 @@ class AblatedModel:
             return HeadAblation([(a.layer, a.head)], patterns=clean.pattern)
         return SmearOff([a.layer])
 
-    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
+    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION,
+                       head_out: bool = True):
         if intervention is not NO_INTERVENTION:
             raise ValueError("an AblatedModel applies its own ablation; pass no intervention")
-        return self.model.run_with_cache(tokens, self.intervention(tokens))
+        return self.model.run_with_cache(tokens, self.intervention(tokens), head_out=head_out)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.model(tokens, self.intervention(tokens))
@@ -194,7 +195,7 @@ def suite_accuracy(model, prompts: list[str], task) -> float:
 
 @torch.no_grad()
 def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: list[str],
-            local_window: int, batch_size: int = 4096) -> tuple[dict, list[torch.Tensor]]:
+            local_window: int) -> tuple[dict, list[torch.Tensor]]:
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
     loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
@@ -206,11 +207,11 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     from .attention import head_score_table
     from ..core.metrics import task_metrics
 
-    logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
+    scores, patterns, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
+                                                return_logits=True, copying=False)
     metrics = task_metrics(logits, tokens, task)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
-    scores, patterns = head_score_table(model, tokens, distinct, task.block_len, local_window)
     for name in SCORES:
         for l, group in scores.groupby("layer"):
             row[f"{name}_mean_L{l}"] = float(group[name].mean())

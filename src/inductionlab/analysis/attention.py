@@ -226,21 +226,22 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
 
 @torch.no_grad()
 def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor, block_len: int,
-                     local_window: int, intervention=None, return_logits: bool = False):
+                     local_window: int, intervention=None, return_logits: bool = False,
+                     copying: bool = True):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
     ``tokens``: task sequences (every score but prefix matching); ``distinct_tokens``:
     task sequences whose blocks have distinct letters (prefix matching). Returns (frame
     with columns layer, head, then each of :data:`ATTENTION_SCORES` followed by its
-    ``_chance`` column, then copying; list of [H, T, T] mean patterns), and with
-    ``return_logits`` also the logits on ``tokens`` (so that callers need no second
-    forward pass).
+    ``_chance`` column, then copying unless ``copying`` is False; list of [H, T, T] mean
+    patterns), and with ``return_logits`` also the logits on ``tokens`` (so that callers
+    need no second forward pass). Without copying no head's output is formed.
     """
     from ..core.model import NO_INTERVENTION
 
     intervention = intervention or NO_INTERVENTION
-    logits, cache = model.run_with_cache(tokens, intervention)
-    _, distinct = model.run_with_cache(distinct_tokens, intervention)
+    logits, cache = model.run_with_cache(tokens, intervention, head_out=copying)
+    _, distinct = model.run_with_cache(distinct_tokens, intervention, head_out=False)
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
         scores = {}
@@ -249,7 +250,8 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
             scores[name], scores[f"{name}_chance"] = attention_score(
                 distinct.pattern[l] if on_distinct else pattern, name, block_len, local_window,
                 distinct_tokens if on_distinct else None)
-        scores["copying"] = copying_score(pattern, cache.head_out[l], model.W_U, tokens)
+        if copying:
+            scores["copying"] = copying_score(pattern, cache.head_out[l], model.W_U, tokens)
         for h in range(pattern.shape[1]):
             rows.append({"layer": l, "head": h,
                          **{k: v if isinstance(v, float) else v[h].item() for k, v in scores.items()}})

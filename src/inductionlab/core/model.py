@@ -168,6 +168,11 @@ class Intervention:
 
 NO_INTERVENTION = Intervention()
 
+
+def needs_head_out(intervention: Intervention) -> bool:
+    """Whether a pass under ``intervention`` must form each head's output."""
+    return intervention.needs_head_out or type(intervention).head_out is not Intervention.head_out
+
 def _uniform_(param: torch.Tensor, fan_in: int, gen: torch.Generator | None) -> None:
     """``nn.Linear``'s default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in)
@@ -277,15 +282,15 @@ class AttentionOnlyTransformer(nn.Module):
             cache.resid.append(cache.resid[l] + update)
         return cache.resid[-1] @ self.W_U, cache
 
-    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
-        """Logits [B, T, V] and the :class:`Cache` of the pass (with per-head outputs)."""
-        return self._run(tokens, intervention, per_head=True)
+    def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION,
+                       head_out: bool = True):
+        """Logits [B, T, V] and the :class:`Cache` of the pass, with every head's output
+        unless ``head_out`` is False (then only where the intervention needs them)."""
+        return self._run(tokens, intervention, per_head=head_out or needs_head_out(intervention))
 
     def forward(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION):
         """Logits [B, T, V]. Per-head outputs are formed only when an intervention needs them."""
-        per_head = (intervention.needs_head_out
-                    or type(intervention).head_out is not Intervention.head_out)
-        return self._run(tokens, intervention, per_head, keep_pattern=False)[0]
+        return self._run(tokens, intervention, needs_head_out(intervention), keep_pattern=False)[0]
 
 
 def choose_attention(model: AttentionOnlyTransformer, device: torch.device, log=None) -> str:
