@@ -86,14 +86,25 @@ def test_compiled_training_with_the_kernel_follows_the_explicit_attention(model)
     assert losses["kernel"][-1] < losses["kernel"][0] - 0.005  # it did train
 
 
-def test_the_model_takes_the_kernel_only_where_no_pattern_is_kept():
-    m = build_model(ModelConfig(n_layers=2), 1)
+def test_a_model_on_the_kernel_gives_the_explicit_logits_and_patterns():
+    explicit_model, m = build_model(ModelConfig(n_layers=2), 1), build_model(ModelConfig(n_layers=2), 1)
     assert choose_attention(m, torch.device("cpu")) == "kernel"
     tokens = sample_sequences(4, TaskConfig(), generator(1, "t"))
-    logits, cache = m.run_with_cache(tokens)  # the analyses' path: patterns as tensors
-    assert len(cache.pattern) == 2
-    assert torch.allclose(m(tokens), logits, atol=1e-5)
-    assert torch.allclose(mean_loss(m(tokens), tokens), mean_loss(logits, tokens), atol=1e-6)
+    with torch.no_grad():  # the analyses' passes: the kernel's patterns
+        logits, cache = m.run_with_cache(tokens)
+        ref_logits, ref = explicit_model.run_with_cache(tokens)
+        assert torch.allclose(m(tokens[:, :13]), explicit_model(tokens[:, :13]), atol=1e-5)
+    assert torch.allclose(logits, ref_logits, atol=1e-5)
+    for p, p_ref in zip(cache.pattern, ref.pattern):
+        assert torch.allclose(p, p_ref, atol=1e-6)
+    # a pass that keeps patterns with gradients takes the explicit form: they carry one
+    weights = torch.rand(tokens.shape[1], tokens.shape[1], generator=torch.Generator().manual_seed(0))
+    for model in (m, explicit_model):
+        _, with_grad = model.run_with_cache(tokens)
+        (with_grad.pattern[1] * weights).sum().backward()
+    assert m.W_Q.grad.abs().max() > 0
+    assert torch.allclose(m.W_Q.grad, explicit_model.W_Q.grad, atol=1e-5)
+    assert torch.allclose(mean_loss(m(tokens), tokens), mean_loss(ref_logits, tokens), atol=1e-6)
 
 
 def test_the_kernel_for_a_head_size_it_is_not_written_for_is_refused():

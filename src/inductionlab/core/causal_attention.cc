@@ -1,9 +1,10 @@
 // Causal softmax attention of small heads, forward and backward, one head at a time.
 //
-// Built by causal_attention.py for one (T, D): sequence length and head dimension, both
-// compile-time constants, D a power of two. Every array is contiguous float32:
-//   q, k, v, z, dq, dk, dv   [n, T, D]      n = batch x heads
-//   p                        [n, T, T]      the pattern: softmax of scale q k^T, causal
+// Built by causal_attention.py for one (T, D): the longest sequence and the head
+// dimension, both compile-time constants, D a power of two; a call runs t <= T positions.
+// Every array is contiguous float32:
+//   q, k, v, z, dq, dk, dv   [n, t, D]      n = batch x heads
+//   p                        [n, t, t]      the pattern: softmax of scale q k^T, causal
 // A head's q, k, v (T x D), its scores row and its pattern row stay in registers and the
 // stack; only z and p (forward) and dq, dk, dv (backward) are written to memory.
 #include <cstring>
@@ -50,27 +51,27 @@ static inline vw exp_w(vw x) {
   return y * two_n;
 }
 
-// The rows of a [T, D] block as D vectors of TP lanes (a transpose, zero-padded).
-static inline void columns(const float *a, vw out[D][NV]) {
-  float t[D][TP];
-  std::memset(t, 0, sizeof t);
-  for (int j = 0; j < T; j++)
-    for (int c = 0; c < D; c++) t[c][j] = a[j * D + c];
-  std::memcpy(out, t, sizeof t);
+// The t rows of a [t, D] block as D vectors of TP lanes (a transpose, zero-padded).
+static inline void columns(const float *a, int t, vw out[D][NV]) {
+  float cols[D][TP];
+  std::memset(cols, 0, sizeof cols);
+  for (int j = 0; j < t; j++)
+    for (int c = 0; c < D; c++) cols[c][j] = a[j * D + c];
+  std::memcpy(out, cols, sizeof cols);
 }
 
-extern "C" void causal_attention_forward(long n, float scale, const float *q, const float *k,
-                                         const float *v, float *z, float *p) {
+extern "C" void causal_attention_forward(long n, int t, float scale, const float *q,
+                                         const float *k, const float *v, float *z, float *p) {
   const iw lane = {0, 1, 2, 3, 4, 5, 6, 7};
   const vw minus_inf = (vw){} - __builtin_inff();
   for (long b = 0; b < n; b++) {
-    const float *qb = q + b * T * D, *vb = v + b * T * D;
-    float *zb = z + b * T * D, *pb = p + b * T * T;
+    const float *qb = q + b * t * D, *vb = v + b * t * D;
+    float *zb = z + b * t * D, *pb = p + b * t * t;
     vw kt[D][NV];
-    columns(k + b * T * D, kt);
+    columns(k + b * t * D, t, kt);
     vd vrow[T];
-    for (int j = 0; j < T; j++) vrow[j] = load_d(vb + j * D);
-    for (int i = 0; i < T; i++) {
+    for (int j = 0; j < t; j++) vrow[j] = load_d(vb + j * D);
+    for (int i = 0; i < t; i++) {
       vw s[NV];
       for (int u = 0; u < NV; u++) s[u] = (vw){};
       for (int c = 0; c < D; c++) {
@@ -98,7 +99,7 @@ extern "C" void causal_attention_forward(long n, float scale, const float *q, co
         s[u] *= inv;
         std::memcpy(row + u * W, &s[u], sizeof s[u]);
       }
-      std::memcpy(pb + i * T, row, sizeof(float) * T);
+      std::memcpy(pb + i * t, row, sizeof(float) * t);
       vd zi = (vd){};
       for (int j = 0; j <= i; j++) zi += row[j] * vrow[j];
       store_d(zb + i * D, zi);
@@ -109,24 +110,24 @@ extern "C" void causal_attention_forward(long n, float scale, const float *q, co
 // Given dz, the gradient of the loss with respect to z: with dp = dz v^T and
 // ds = p * (dp - rowsum(p * dp)) (the softmax's backward), dq = scale ds k,
 // dk = scale ds^T q, dv = p^T dz.
-extern "C" void causal_attention_backward(long n, float scale, const float *q, const float *k,
-                                          const float *v, const float *p, const float *dz,
-                                          float *dq, float *dk, float *dv) {
+extern "C" void causal_attention_backward(long n, int t, float scale, const float *q,
+                                          const float *k, const float *v, const float *p,
+                                          const float *dz, float *dq, float *dk, float *dv) {
   for (long b = 0; b < n; b++) {
-    const float *qb = q + b * T * D, *kb = k + b * T * D;
-    const float *pb = p + b * T * T, *dzb = dz + b * T * D;
+    const float *qb = q + b * t * D, *kb = k + b * t * D;
+    const float *pb = p + b * t * t, *dzb = dz + b * t * D;
     vw vt[D][NV];
-    columns(v + b * T * D, vt);
+    columns(v + b * t * D, t, vt);
     vd krow[T], dkr[T], dvr[T];
-    for (int j = 0; j < T; j++) {
+    for (int j = 0; j < t; j++) {
       krow[j] = load_d(kb + j * D);
       dkr[j] = (vd){};
       dvr[j] = (vd){};
     }
-    for (int i = 0; i < T; i++) {
+    for (int i = 0; i < t; i++) {
       float prow[TP];
       std::memset(prow, 0, sizeof prow);
-      std::memcpy(prow, pb + i * T, sizeof(float) * T);
+      std::memcpy(prow, pb + i * t, sizeof(float) * t);
       vw pv[NV];
       std::memcpy(pv, prow, sizeof pv);
       vd dzi = load_d(dzb + i * D), qi = load_d(qb + i * D);
@@ -149,11 +150,11 @@ extern "C" void causal_attention_backward(long n, float scale, const float *q, c
         dkr[j] += ds[j] * qi;
         dvr[j] += prow[j] * dzi;
       }
-      store_d(dq + b * T * D + i * D, dqi);
+      store_d(dq + b * t * D + i * D, dqi);
     }
-    for (int j = 0; j < T; j++) {
-      store_d(dk + b * T * D + j * D, dkr[j]);
-      store_d(dv + b * T * D + j * D, dvr[j]);
+    for (int j = 0; j < t; j++) {
+      store_d(dk + b * t * D + j * D, dkr[j]);
+      store_d(dv + b * t * D + j * D, dvr[j]);
     }
   }
 }

@@ -3,8 +3,9 @@
 ``causal_attention(q, k, v, scale)`` gives ``(z, pattern)`` with
 ``pattern = softmax(scale q kᵀ + causal mask)`` and ``z = pattern v``: the numbers of the
 model's explicit attention (to float32 rounding), for ``q, k, v`` of shape [B, H, T, d].
-The library (``causal_attention.cc``) is built with the machine's C++ compiler for one
-``(T, d)`` the first time it is asked for and kept beside inductor's cache; a later process
+The library (``causal_attention.cc``) is built with the machine's C++ compiler for a head
+size ``d`` and a longest sequence (one library serves every ``T`` up to the next multiple
+of 8) the first time it is asked for, and kept beside inductor's cache; a later process
 loads it in milliseconds. It is a ``torch.library`` operator with its own backward, so
 ``torch.compile`` keeps it as one call inside a compiled training step.
 
@@ -42,6 +43,11 @@ class KernelUnavailable(RuntimeError):
 def supported(seq_len: int, d_head: int) -> bool:
     """Shapes the kernel is written for: a power-of-two head dimension up to 64."""
     return 1 <= seq_len <= 4096 and d_head in (1, 2, 4, 8, 16, 32, 64)
+
+
+def longest(seq_len: int) -> int:
+    """The compiled longest sequence of the library that runs ``seq_len`` positions."""
+    return -(-seq_len // 8) * 8
 
 
 def _compiler() -> str:
@@ -96,6 +102,7 @@ def build(seq_len: int, d_head: int) -> Path:
     if not supported(seq_len, d_head):
         raise KernelUnavailable(f"no kernel for seq_len={seq_len}, d_head={d_head} "
                                 "(the head dimension must be a power of two up to 64)")
+    seq_len = longest(seq_len)
     compiler = _compiler()
     path = library_path(seq_len, d_head, compiler)
     if path.exists():
@@ -115,10 +122,14 @@ def build(seq_len: int, d_head: int) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
 def _library(seq_len: int, d_head: int) -> ctypes.CDLL:
+    return _loaded(longest(seq_len), d_head)
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(seq_len: int, d_head: int) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build(seq_len, d_head)))
-    floats = [ctypes.c_long, ctypes.c_float] + [_FLOAT_P] * 3
+    floats = [ctypes.c_long, ctypes.c_int, ctypes.c_float] + [_FLOAT_P] * 3
     lib.causal_attention_forward.argtypes = floats + [_FLOAT_P] * 2
     lib.causal_attention_backward.argtypes = floats + [_FLOAT_P] * 5
     lib.causal_attention_forward.restype = lib.causal_attention_backward.restype = None
@@ -127,9 +138,11 @@ def _library(seq_len: int, d_head: int) -> ctypes.CDLL:
 
 @functools.lru_cache(maxsize=None)
 def available(seq_len: int, d_head: int) -> tuple[bool, str]:
-    """``(True, "")`` when the kernel for these shapes loads here, else ``(False, why)``."""
+    """``(True, "")`` when the kernel loads here for ``d_head`` and every sequence length up
+    to ``seq_len`` (greedy decoding runs shorter ones), else ``(False, why)``."""
     try:
-        _library(seq_len, d_head)
+        for t in range(8, longest(seq_len) + 1, 8):
+            _library(t, d_head)
     except (KernelUnavailable, OSError) as err:
         return False, str(err)
     return True, ""
@@ -153,7 +166,7 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     B, H, T, d = q.shape
     z = torch.empty_like(q)
     pattern = q.new_empty(B, H, T, T)
-    _library(T, d).causal_attention_forward(B * H, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(z),
+    _library(T, d).causal_attention_forward(B * H, T, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(z),
                                             _ptr(pattern))
     return z, pattern
 
@@ -172,7 +185,7 @@ def causal_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     q, k, v, pattern, dz = (t.contiguous() for t in (q, k, v, pattern, dz))
     B, H, T, d = q.shape
     dq, dk, dv = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
-    _library(T, d).causal_attention_backward(B * H, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(pattern),
+    _library(T, d).causal_attention_backward(B * H, T, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(pattern),
                                              _ptr(dz), _ptr(dq), _ptr(dk), _ptr(dv))
     return dq, dk, dv
 

@@ -74,8 +74,11 @@ def _refuse_non_finite(path, tensors: dict) -> None:
 
 
 def load_model(path, device="cpu"):
-    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite."""
-    from .model import AttentionOnlyTransformer, ModelConfig
+    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite,
+    attention computed as in training (:func:`model.choose_attention`)."""
+    import torch
+
+    from .model import AttentionOnlyTransformer, ModelConfig, choose_attention
 
     payload = _torch_payload(path, "a model.pt")
     if "model_config" not in payload:
@@ -87,7 +90,9 @@ def load_model(path, device="cpu"):
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
-    return model.to(device).eval(), payload["spec"]
+    model = model.to(device).eval()
+    choose_attention(model, torch.device(device))
+    return model, payload["spec"]
 
 
 def load_checkpoint(model, path, step: int | None = None) -> int:

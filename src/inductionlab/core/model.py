@@ -184,11 +184,12 @@ class AttentionOnlyTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig, gen: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
-        # How attention is computed where no pattern is kept or edited (a training step, a
-        # plain forward pass): "explicit", the softmax pattern as a tensor between two
-        # batched matmuls; "kernel", the C++ kernel of causal_attention.py (on a CPU);
-        # "sdpa", PyTorch's fused kernel (on a GPU). Analyses keep the pattern and always
-        # take the explicit form. :func:`choose_attention` sets it for training.
+        # How attention is computed where no intervention edits the pattern: "explicit",
+        # the softmax pattern as a tensor between two batched matmuls; "kernel", the C++
+        # kernel of causal_attention.py (on a CPU; it gives the pattern too, but without a
+        # gradient: a pass that keeps the pattern with gradients takes the explicit form);
+        # "sdpa", PyTorch's fused kernel (on a GPU, in training steps only).
+        # :func:`choose_attention` sets it for training and for every model loaded from a file.
         self.attention_form = "explicit"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
@@ -254,10 +255,12 @@ class AttentionOnlyTransformer(nn.Module):
         mask = torch.full((T, T), float("-inf"), device=tokens.device).triu(1)  # causal
         scale = 1.0 / math.sqrt(cfg.d_head)
         form = self.attention_form
-        if keep_pattern or type(intervention).pattern is not Intervention.pattern:
+        if type(intervention).pattern is not Intervention.pattern:
+            form = "explicit"  # the pattern is edited between the softmax and the values
+        elif form == "sdpa" and (keep_pattern or not torch.is_grad_enabled()):
             form = "explicit"
-        elif form == "sdpa" and not torch.is_grad_enabled():
-            form = "explicit"
+        elif form == "kernel" and keep_pattern and torch.is_grad_enabled():
+            form = "explicit"  # the kernel's pattern carries no gradient
         for l in range(cfg.n_layers):
             q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
             q = q + pos
@@ -265,7 +268,9 @@ class AttentionOnlyTransformer(nn.Module):
                 k = smear_keys(k, self.smear_alpha[str(l)])
             k = k + pos
             if form == "kernel":
-                z, _ = kernel.causal_attention(q.contiguous(), k.contiguous(), v.contiguous(), scale)
+                z, pattern = kernel.causal_attention(q.contiguous(), k.contiguous(), v.contiguous(),
+                                                     scale)
+                cache.pattern.append(pattern)
             elif form == "sdpa":
                 z = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
             else:
