@@ -33,6 +33,8 @@ rule attention_figures:
         directory(model_file("figures/attention")),
     log:
         "logs/attention_figures/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/attention_figures/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=1000,

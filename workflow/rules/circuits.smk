@@ -13,6 +13,8 @@ rule circuits:
         eigenvalues=model_file("eigenvalues.npz"),
     log:
         "logs/circuits/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/circuits/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=1000,
@@ -29,6 +31,8 @@ rule circuit_figures:
         directory(model_file("figures/circuits")),
     log:
         "logs/circuit_figures/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/circuit_figures/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -37,6 +37,8 @@ rule dynamics_figures:
         directory(model_file("figures/dynamics")),
     log:
         "logs/dynamics_figures/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/dynamics_figures/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -93,6 +93,8 @@ rule extract_weights:
         model_file("weights.npz"),
     log:
         "logs/extract_weights/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/extract_weights/{model}/seed{seed}.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -209,9 +209,9 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     anti-copying; about 0: neither.
 
     Computed as: logits l = head_out W_U; mean and (V-1)-normalised variance over the
-    vocabulary by products with a constant vector; the attention mass that each query
-    puts on each vocabulary entry, M_iv = Σ_j A_ij [t_j = v], by a scatter-add; the
-    score at i is (Σ_v M_iv l_iv - mean_i) / std_i, since the weights sum to 1.
+    vocabulary by products with a constant vector; the attention-weighted logit of the
+    attended tokens, Σ_j A_ij l_i[t_j], from the logits gathered at the key tokens; the
+    score at i is (Σ_j A_ij l_i[t_j] - mean_i) / std_i, since the weights sum to 1.
     """
     V = W_U.shape[1]
     logits = head_out @ W_U  # [B, H, T, V]
@@ -219,8 +219,8 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     mean = logits @ ones / V
     var = ((logits * logits) @ ones / V - mean * mean) * (V / (V - 1))
     B, H, T, _ = logits.shape
-    mass = torch.zeros_like(logits).scatter_add_(-1, tokens[:, None, None, :].expand(B, H, T, T), pattern)
-    weighted = (mass * logits) @ ones
+    attended = logits.gather(-1, tokens[:, None, None, :].expand(B, H, T, T))  # l_i[t_j]
+    weighted = (pattern * attended).sum(-1)
     return ((weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)).mean(dim=(0, 2))
 
 
