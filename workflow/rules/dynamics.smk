@@ -67,55 +67,39 @@ rule per_token_loss_pca:
         "--figure {output.figure} > {log} 2>&1"
 
 
+DYNAMICS_WORDS = section_prose("dynamics.prose.yaml")
+
 report_section(
     name="dynamics",
-    title="Training dynamics",
+    title=DYNAMICS_WORDS["dynamics_title"],
     order=70,
-    text="Every checkpoint scored with the functions applied to the final model. Two phase-change "
-    "detectors per seed. steepest_drop_loss_pred is the step at which the predictable-target loss, "
-    "interpolated in u = ln(step + 1) and smoothed with a Gaussian (sd dynamics.drop_smoothing in "
-    "u), falls fastest per unit of u (value: that rate in nats; 'never' below "
-    "dynamics.min_drop_rate). induction_rise is the first checkpoint at which the best head's "
-    "induction score (attention on every earlier copy of the token to be predicted; best over the "
-    "heads of the layers that can form an induction head: layer >= 1, or a layer with smeared "
-    "keys) reaches chance + dynamics.induction_rise_fraction x (final - chance); chance is the "
-    "score of uniform causal attention on the same queries and keys, final the best score at the "
-    "last checkpoint (value: the best score there; layer/head: that head). When final - chance is "
-    "below dynamics.min_induction_gain, or no layer can form an induction head, no induction head "
-    "formed: the step reads 'none formed' and the note gives the numbers.",
+    text=DYNAMICS_WORDS["dynamics_text"],
     tables=[{"path": aggregated_table("phase_change"),
-             "caption": "Phase-change steps per seed, with the chance level of the induction score "
-             "and, where a detector found no step, why.",
+             "caption": DYNAMICS_WORDS["dynamics_table1"],
              "columns": ["seed", "metric", "step", "value", "chance", "layer", "head", "note"]}],
     figures=[
         {"path": f"{RESULTS}/figures/{{model}}/phase_change.png",
-         "caption": "Phase change per seed: predictable-target loss (left) and the best head's "
-         "induction score with its chance level (right) over training, one colour per seed; "
-         "vertical lines in the seed's colour mark its steepest loss drop (dashed) and its "
-         "induction rise (dotted); a seed whose detector found no step says so in the legend."},
+         "caption": DYNAMICS_WORDS["dynamics_figure1"]},
         {"path": f"{RESULTS}/figures/{{model}}/dynamics.png",
-         "caption": "Predictable loss, ICL score and the largest induction and previous-token "
-         "scores of any head over training, with their chance levels: mean over seeds, band "
-         "min–max."},
+         "caption": DYNAMICS_WORDS["dynamics_figure2"]},
         {"path": model_file("figures/dynamics/head_scores.png"), "dir": model_file("figures/dynamics"),
          "appendix": True,
-         "caption": "Per-head scores over training, with chance levels (first seed)."},
+         "caption": DYNAMICS_WORDS["dynamics_figure3"]},
         {"path": model_file("figures/dynamics/per_position_loss.png"),
          "dir": model_file("figures/dynamics"), "appendix": True,
-         "caption": "Per-position validation loss over training (first seed)."},
+         "caption": DYNAMICS_WORDS["dynamics_figure4"]},
     ],
 )
 
 report_section(
     name="per_token_loss_pca",
-    title="Per-token loss PCA across all models",
+    title=DYNAMICS_WORDS["per_token_loss_pca_title"],
     scope="study",
     order=80,
-    text="One PCA of the per-token loss vectors (a fixed evaluation set shared by every model) of "
-    "every checkpoint of every model; each line is one model's trajectory through training.",
+    text=DYNAMICS_WORDS["per_token_loss_pca_text"],
     tables=[{"path": f"{RESULTS}/tables/per_token_loss_pca.csv",
-             "caption": "Explained variance ratio of the first two components.",
+             "caption": DYNAMICS_WORDS["per_token_loss_pca_table1"],
              "columns": ["explained_variance_PC1", "explained_variance_PC2"], "max_rows": 1}],
     figures=[{"path": f"{RESULTS}/figures/per_token_loss_pca.png",
-              "caption": "Trajectories on PC1/PC2, coloured by variant."}],
+              "caption": DYNAMICS_WORDS["per_token_loss_pca_figure1"]}],
 )

@@ -103,17 +103,17 @@ rule extract_weights:
         "inductionlab extract-weights {input} {output} > {log} 2>&1"
 
 
+TRAIN_WORDS = section_prose("train.prose.yaml")
+
 report_section(
     name="training",
-    title="Training",
+    title=TRAIN_WORDS["training_title"],
     order=10,
-    text="Validation loss and accuracy over training, mean over seeds with the min–max band, "
-    "and the final validation metrics of every seed.",
+    text=TRAIN_WORDS["training_text"],
     figures=[{"path": f"{RESULTS}/figures/{{model}}/training.png",
-              "caption": "Validation loss (all and predictable targets) and predictable-token accuracy "
-              "against training step; line = mean over seeds, band = min–max."}],
+              "caption": TRAIN_WORDS["training_figure1"]}],
     tables=[{"path": aggregated_table("train_log"),
-             "caption": "Final validation metrics per seed.", "appendix": True,
+             "caption": TRAIN_WORDS["training_table1"], "appendix": True,
              "where": {"step": config["train"]["steps"]},
              "columns": ["seed", "val_loss_all", "val_loss_pred", "val_acc_pred", "elapsed_s"]}],
 )
