@@ -216,6 +216,18 @@ def _cmd_positional_shortcut_figures(args) -> None:
                   args.positions_figure)
 
 
+def _cmd_write_json(args) -> None:
+    import json
+
+    from .atomic import write_text
+
+    try:
+        document = json.loads(args.document)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{args.out}: the document is not JSON ({err})") from None
+    write_text(args.out, json.dumps(document, indent=args.indent, sort_keys=args.sort_keys) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inductionlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -365,6 +377,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--positions-figure", type=Path, required=True)
     p.set_defaults(func=_cmd_positional_shortcut_figures)
 
+    p = sub.add_parser("write-json",
+                       help="write a JSON document given on the command line, atomically (the "
+                       "workflow's spec and settings files: a shell command, so no Python job)")
+    p.add_argument("out", type=Path)
+    p.add_argument("document", help="the JSON text")
+    p.add_argument("--indent", type=int, default=2)
+    p.add_argument("--sort-keys", action="store_true")
+    p.set_defaults(func=_cmd_write_json)
+
     p = sub.add_parser("check-config",
                        help="the workflow's config check of config.yaml here and FILEs over it, "
                        "as `snakemake --configfile FILE...` would run it")
@@ -384,12 +405,14 @@ def main(argv=None) -> int:
     threads = str(max(1, getattr(args, "threads", 1)))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, threads)
-    from .config import ConfigError
-    from .core.train import TrainingDiverged
-
     try:
         args.func(args)
-    except (ConfigError, TrainingDiverged, ValueError, OSError) as err:
+    except Exception as err:  # noqa: BLE001 - sorted below; imported only now, so a light command stays light
+        from .config import ConfigError
+        from .core.train import TrainingDiverged
+
+        if not isinstance(err, (ConfigError, TrainingDiverged, ValueError, OSError)):
+            raise
         # BadInput (a ValueError) names the file; an OSError names it in its message.
         print(f"inductionlab {args.command}: error: {err}", file=sys.stderr)
         return 1

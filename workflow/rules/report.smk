@@ -59,10 +59,8 @@ rule model_families:
         families=json.dumps(FAMILIES, sort_keys=True),
     log:
         "logs/model_families.log",
-    run:
-        from inductionlab.atomic import write_text
-
-        write_text(output[0], json.dumps(json.loads(params.families), indent=1) + "\n")
+    shell:
+        "inductionlab write-json {output:q} {params.families:q} --indent 1 > {log} 2>&1"
 
 
 rule claims:

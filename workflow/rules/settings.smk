@@ -14,7 +14,5 @@ rule stage_settings:
         settings=stage_settings_json,
     log:
         "logs/stage_settings/{stage}.log",
-    run:
-        from inductionlab.atomic import write_text
-
-        write_text(output[0], json.dumps(json.loads(params.settings), indent=2) + "\n")
+    shell:
+        "inductionlab write-json {output:q} {params.settings:q} > {log} 2>&1"

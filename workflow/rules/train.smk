@@ -18,10 +18,8 @@ rule model_spec:
         spec=model_spec_json,
     log:
         "logs/model_spec/{model}/seed{seed}.log",
-    run:
-        from inductionlab.core.spec import write_spec
-
-        write_spec(output[0], json.loads(params.spec))
+    shell:
+        "inductionlab write-json {output:q} {params.spec:q} --sort-keys > {log} 2>&1"
 
 
 def train_resources(n_seeds=1):
