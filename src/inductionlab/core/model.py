@@ -173,6 +173,7 @@ def needs_head_out(intervention: Intervention) -> bool:
     """Whether a pass under ``intervention`` must form each head's output."""
     return intervention.needs_head_out or type(intervention).head_out is not Intervention.head_out
 
+
 def _uniform_(param: torch.Tensor, fan_in: int, gen: torch.Generator | None) -> None:
     """``nn.Linear``'s default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     bound = 1.0 / math.sqrt(fan_in)
