@@ -92,6 +92,7 @@ def load_model(path, device="cpu"):
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
     model = model.to(device).eval()
     choose_attention(model, torch.device(device))
+    model.attention_form = "explicit"  # analyses compare against weights.npz rebuilt models
     return model, payload["spec"]
 
 
