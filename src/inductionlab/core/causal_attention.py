@@ -71,23 +71,26 @@ def _machine() -> str:
     return "\n".join([platform.machine(), platform.processor(), *lines])
 
 
-def cache_dir() -> Path:
-    """Built libraries, beside inductor's compiled code (TORCHINDUCTOR_CACHE_DIR or its default)."""
-    default = Path(tempfile.gettempdir()) / f"torchinductor_{_user()}"
-    return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", default)) / "inductionlab"
-
-
-def _user() -> str:
+def inductor_cache_dir() -> Path:
+    """Where inductor keeps compiled code on disk (its default, or TORCHINDUCTOR_CACHE_DIR)."""
     import getpass
 
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
+    default = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
+    return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", default))
+
+
+def cache_dir() -> Path:
+    """Built libraries, beside inductor's compiled code."""
+    return inductor_cache_dir() / "inductionlab"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version(compiler: str) -> str:
+    return subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
 
 
 def library_path(seq_len: int, d_head: int, compiler: str) -> Path:
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    version = _compiler_version(compiler)
     key = "\n".join([SOURCE.read_text(), " ".join(FLAGS), version, _machine(),
                      f"T={seq_len} D={d_head}"])
     return cache_dir() / f"causal_attention-T{seq_len}-D{d_head}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"

@@ -74,11 +74,9 @@ def _refuse_non_finite(path, tensors: dict) -> None:
 
 
 def load_model(path, device="cpu"):
-    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite,
-    attention computed as in training (:func:`model.choose_attention`)."""
-    import torch
-
-    from .model import AttentionOnlyTransformer, ModelConfig, choose_attention
+    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite.
+    Its attention is the explicit form, as in a model rebuilt from ``weights.npz``."""
+    from .model import AttentionOnlyTransformer, ModelConfig
 
     payload = _torch_payload(path, "a model.pt")
     if "model_config" not in payload:
@@ -90,10 +88,7 @@ def load_model(path, device="cpu"):
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
-    model = model.to(device).eval()
-    choose_attention(model, torch.device(device))
-    model.attention_form = "explicit"  # analyses compare against weights.npz rebuilt models
-    return model, payload["spec"]
+    return model.to(device).eval(), payload["spec"]
 
 
 def load_checkpoint(model, path, step: int | None = None) -> int:

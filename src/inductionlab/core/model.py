@@ -190,7 +190,7 @@ class AttentionOnlyTransformer(nn.Module):
         # kernel of causal_attention.py (on a CPU; it gives the pattern too, but without a
         # gradient: a pass that keeps the pattern with gradients takes the explicit form);
         # "sdpa", PyTorch's fused kernel (on a GPU, in training steps only).
-        # :func:`choose_attention` sets it for training and for every model loaded from a file.
+        # :func:`choose_attention` sets it for training; analyses keep the explicit form.
         self.attention_form = "explicit"
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)

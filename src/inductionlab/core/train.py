@@ -21,6 +21,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from .. import atomic
 from .data import sample_sequences, validation_set
+from .causal_attention import inductor_cache_dir
 from .loading import load_model, non_finite  # noqa: F401 - load_model: read back what save_model wrote
 from .metrics import evaluate, mean_loss, per_token_loss
 from .model import AttentionOnlyTransformer, build_model, choose_attention
@@ -328,15 +329,6 @@ def loss_function(model, compiled: bool, log):
         return state["fn"](tokens)
 
     return first_call_decides
-
-
-def inductor_cache_dir() -> Path:
-    """Where inductor keeps compiled code on disk (its default, or TORCHINDUCTOR_CACHE_DIR)."""
-    import getpass
-    import tempfile
-
-    default = Path(tempfile.gettempdir()) / f"torchinductor_{getpass.getuser()}"
-    return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", default))
 
 
 @contextlib.contextmanager
