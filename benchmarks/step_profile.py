@@ -38,7 +38,7 @@ def main() -> None:
     choose_attention(model, torch.device("cpu"), log=print)
     if args.attention:
         model.attention_form = args.attention
-    opt = optimizer(model.parameters(), TRAIN)
+    opt = optimizer(model.parameters(), **TRAIN)
     loss_fn = loss_function(model, not args.eager, log=print)
     task, gen = TaskConfig(), generator(0, "profile")
 

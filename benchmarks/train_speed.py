@@ -163,7 +163,7 @@ def main() -> None:
         model, eager_model = build_model(cfg, 0), build_model(cfg, 0)
         for m in (model, eager_model):
             choose_attention(m, torch.device("cpu"), log=print)
-        opt, eager_opt = optimizer(model.parameters(), TRAIN), optimizer(eager_model.parameters(), TRAIN)
+        opt, eager_opt = optimizer(model.parameters(), **TRAIN), optimizer(eager_model.parameters(), **TRAIN)
         compiled = should_compile("auto", STEPS_PER_RUN, torch.device("cpu"))
         loss_fn = loss_function(model, compiled, log=print)
         eager_fn = loss_function(eager_model, False, log=print)
@@ -175,7 +175,7 @@ def main() -> None:
         per_call = {"plain": 1, "plain_c": 1, "project": 1, "eager": 1}
         if args.stack:
             stack = StackedModels([build_model(cfg, s) for s in range(args.stack)])
-            stack_opt = optimizer(stack.parameters(), TRAIN)
+            stack_opt = optimizer(stack.parameters(), **TRAIN)
             gens = [generator(s, "benchmark") for s in range(args.stack)]
             methods["stacked"] = lambda: stacked_step(stack, stack_opt, task, gens, args.batch)
             per_call["stacked"] = args.stack

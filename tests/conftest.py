@@ -42,6 +42,16 @@ def _one_thread():
     torch.set_num_threads(1)
 
 
+TRAIN = {"steps": 30, "batch_size": 32, "lr": 1e-3, "weight_decay": 1.0, "eval_every": 10,
+         "val_size": 64, "val_seed": 7, "n_checkpoints": 6}
+
+
+def spec_document(variant: str, seed: int, model: dict, task: dict | None = None) -> dict:
+    """A complete spec document for a hand-built model (saved in its files, never trained)."""
+    return {"variant": variant, "seed": seed, "task": dict(task or {}), "model": dict(model),
+            "train": dict(TRAIN), "device": "cpu"}
+
+
 def tiny_spec(variant="two_layer", seed=0, steps=30, **model):
     """A spec for a fast training run."""
     model = {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos_encoding": "original",
@@ -50,7 +60,6 @@ def tiny_spec(variant="two_layer", seed=0, steps=30, **model):
         "variant": variant, "seed": seed,
         "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
         "model": model,
-        "train": {"steps": steps, "batch_size": 32, "lr": 1e-3, "weight_decay": 1.0,
-                  "eval_every": 10, "val_size": 64, "val_seed": 7, "n_checkpoints": 6},
+        "train": {**TRAIN, "steps": steps},
         "device": "cpu",
     }

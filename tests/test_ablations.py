@@ -354,8 +354,9 @@ def stage(tmp_path_factory):
         model = build_model(ModelConfig(n_layers=n_layers), 4)
         save_model(folder / f"{variant}.pt", model, spec)
         table, npz = folder / f"{variant}.csv", folder / f"{variant}.npz"
-        assert main(["ablations", str(folder / f"{variant}.pt"), str(folder / "behaviour.json"),
-                     str(folder / "ablations.json"), "--table", str(table),
+        assert main(["ablations", "--model", str(folder / f"{variant}.pt"),
+                     "--behaviour-settings", str(folder / "behaviour.json"),
+                     "--settings", str(folder / "ablations.json"), "--table", str(table),
                      "--attention", str(npz)]) == 0
         out[variant] = (model, pd.read_csv(table), np.load(npz))
     return out, behaviour
@@ -409,7 +410,8 @@ def test_stage_refuses_a_target_the_model_lacks(stage, tmp_path):
         {"eval_seed": 0, "n_sequences": 4, "roles": {"local_window": 3}, "prompts": []}))
     spec = tiny_spec(variant="one_layer", n_layers=1)
     save_model(tmp_path / "m.pt", build_model(ModelConfig(n_layers=1), 0), spec)
-    assert main(["ablations", str(tmp_path / "m.pt"), str(tmp_path / "behaviour.json"),
-                 str(tmp_path / "ablations.json"), "--table", str(tmp_path / "a.csv"),
+    assert main(["ablations", "--model", str(tmp_path / "m.pt"),
+                 "--behaviour-settings", str(tmp_path / "behaviour.json"),
+                 "--settings", str(tmp_path / "ablations.json"), "--table", str(tmp_path / "a.csv"),
                  "--attention", str(tmp_path / "a.npz")]) == 1
     assert not (tmp_path / "a.csv").exists()

@@ -86,7 +86,8 @@ MODEL_CASES = [
 @pytest.mark.parametrize("command", ["complete", "extract-weights"])
 def test_commands_that_load_a_model(_run, trained, command, name, words):
     path = trained / name
-    args = [path, "ABCDEF"] if command == "complete" else [path, trained / "bad" / "out.npz"]
+    args = [path, "ABCDEF"] if command == "complete" else ["--model", path, "--out",
+                                                           trained / "bad" / "out.npz"]
     _assert_one_clear_line(_run(command, *args), path, words)
     assert not (trained / "bad" / "out.npz").exists()
 
@@ -106,7 +107,8 @@ def test_commands_that_read_weights(_run, trained, name, words):
     path = trained / name
     _assert_one_clear_line(_run("circuits", path), path, words)
     out = trained / "bad" / "tables"
-    _assert_one_clear_line(_run("circuits-tables", path, out / "c.csv", out / "k.csv", out / "e.npz"),
+    _assert_one_clear_line(_run("circuits-tables", "--weights", path, "--circuits", out / "c.csv",
+                                "--composition", out / "k.csv", "--eigenvalues", out / "e.npz"),
                            path, words)
     assert not out.exists() or not list(out.iterdir())
 
@@ -134,7 +136,7 @@ def test_non_finite_weights_are_refused(trained, tmp_path):
 ])
 def test_train_with_a_bad_spec(_run, trained, tmp_path, name, words):
     path = trained / name
-    _assert_one_clear_line(_run("train", path, tmp_path / "out"), path, words)
+    _assert_one_clear_line(_run("train", "--spec", path, "--out-dir", tmp_path / "out"), path, words)
 
 
 @pytest.mark.parametrize("name,words", [
@@ -144,8 +146,9 @@ def test_train_with_a_bad_spec(_run, trained, tmp_path, name, words):
 ])
 def test_aggregate_refuses_a_cut_short_table(_run, trained, tmp_path, name, words):
     path = trained / name
-    proc = _run("aggregate", "train_log", tmp_path / "l.csv", tmp_path / "s.csv",
-                trained / "model" / "train_log.csv", path, "--final-step", 10)
+    proc = _run("aggregate", "--name", "train_log", "--long", tmp_path / "l.csv",
+                "--summary", tmp_path / "s.csv", "--inputs", trained / "model" / "train_log.csv",
+                path, "--final-step", 10)
     _assert_one_clear_line(proc, path, words)
     assert not (tmp_path / "l.csv").exists()
 
@@ -154,8 +157,8 @@ def test_aggregate_refuses_a_log_that_stops_early(_run, trained, tmp_path):
     lines = (trained / "model" / "train_log.csv").read_text().splitlines(keepends=True)
     short = tmp_path / "train_log.csv"
     short.write_text("".join(lines[:-1]))  # whole lines: only the final step is missing
-    proc = _run("aggregate", "train_log", tmp_path / "l.csv", tmp_path / "s.csv", short,
-                "--final-step", 10)
+    proc = _run("aggregate", "--name", "train_log", "--long", tmp_path / "l.csv",
+                "--summary", tmp_path / "s.csv", "--inputs", short, "--final-step", 10)
     _assert_one_clear_line(proc, short, "ends at step 5, not at the final step 10")
 
 
@@ -169,8 +172,9 @@ def _dynamics(_run, trained, checkpoints, tmp_path):
         {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
          "drop_smoothing": 0.25, "min_drop_rate": 0.1, "task": task}))
     out = tmp_path / "out"
-    return _run("dynamics", trained / "model" / "model.pt", checkpoints, settings / "behaviour.json",
-                settings / "dynamics.json", "--dynamics", out / "d.csv", "--losses", out / "l.npz",
+    return _run("dynamics", "--model", trained / "model" / "model.pt", "--checkpoints", checkpoints,
+                "--behaviour-settings", settings / "behaviour.json",
+                "--settings", settings / "dynamics.json", "--dynamics", out / "d.csv", "--losses", out / "l.npz",
                 "--phase-change", out / "p.csv")
 
 
@@ -189,7 +193,7 @@ def test_dynamics_checks_every_checkpoint_of_the_schedule(_run, trained, tmp_pat
 
 def test_an_output_path_that_is_a_directory_is_refused(_run, trained):
     out = trained / "bad" / "dir_weights.npz"
-    proc = _run("extract-weights", trained / "model" / "model.pt", out)
+    proc = _run("extract-weights", "--model", trained / "model" / "model.pt", "--out", out)
     _assert_one_clear_line(proc, out, "directory")
 
 
@@ -199,5 +203,5 @@ def test_an_output_path_that_is_a_directory_is_refused(_run, trained):
 ])
 def test_figures_from_a_bad_archive(_run, trained, tmp_path, name, words):
     path = trained / name
-    _assert_one_clear_line(_run("attention-figures", path, tmp_path / "figs"), path, words)
+    _assert_one_clear_line(_run("attention-figures", "--attention", path, "--out-dir", tmp_path / "figs"), path, words)
     assert not (tmp_path / "figs").exists()

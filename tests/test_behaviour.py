@@ -134,8 +134,9 @@ def test_repeat_and_prompt_share_helpers():
 def test_cli_complete_checks_every_prompt_before_running(tmp_path):
     from inductionlab.core.train import save_model
 
-    spec = {"variant": "v", "seed": 0, "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
-            "model": {}, "train": {}}
+    from conftest import spec_document
+
+    spec = spec_document("v", 0, {}, {"vocab_size": 26, "block_len": 6, "n_blocks": 4})
     save_model(tmp_path / "model.pt", build_model(ModelConfig(), 0), spec)
     cmd = [sys.executable, "-m", "inductionlab.cli", "complete", str(tmp_path / "model.pt")]
     ok = subprocess.run(cmd + ["ABCDEFABCDEF"], capture_output=True, text=True)

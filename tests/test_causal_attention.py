@@ -79,7 +79,7 @@ def test_compiled_training_with_the_kernel_follows_the_explicit_attention(model)
     for form, compiled in (("explicit", False), ("kernel", True)):
         m = build_model(cfg, 0)
         m.attention_form = form
-        opt = optimizer(m.parameters(), {"lr": 1e-3, "weight_decay": 1.0})
+        opt = optimizer(m.parameters(), lr=1e-3, weight_decay=1.0)
         fn, gen = loss_function(m, compiled, log=print), generator(0, "batches")
         losses[form] = [train_step(fn(sample_sequences(64, task, gen)), opt).item() for _ in range(40)]
     assert max(abs(a - b) for a, b in zip(losses["kernel"], losses["explicit"])) < 1e-4

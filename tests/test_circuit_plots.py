@@ -12,9 +12,11 @@ from inductionlab.cli import main
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import load_weights, save_weights
 
+from conftest import spec_document
+
 
 def spec(variant="hand", seed=0):
-    return {"variant": variant, "seed": seed, "task": {}, "model": {}, "train": {}}
+    return spec_document(variant, seed, {})
 
 
 def legible(fig):
@@ -90,7 +92,7 @@ def test_circuit_figures_are_legible(tmp_path, n_layers):
 def test_cli_writes_ov_and_qk(tmp_path):
     model = build_model(ModelConfig(n_layers=1), 0)
     save_weights(tmp_path / "w.npz", model, spec("m", 0))
-    assert main(["circuit-figures", str(tmp_path / "w.npz"), str(tmp_path / "out")]) == 0
+    assert main(["circuit-figures", "--weights", str(tmp_path / "w.npz"), "--out-dir", str(tmp_path / "out")]) == 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ov.png", "qk.png"]
     for name in ("ov.png", "qk.png"):
         width, height, dpi = plots.png_size(tmp_path / "out" / name)

@@ -8,6 +8,9 @@ import pytest
 from inductionlab.analysis import circuits as C
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import save_weights
+from inductionlab.stages.analyses import write_circuits
+
+from conftest import spec_document
 
 
 def _positivity_full(M):
@@ -335,14 +338,14 @@ def test_report_labels_heads():
 
 
 def _spec(cfg):
-    return {"variant": "two_layer", "seed": 0, "task": {}, "model": cfg.to_dict(), "train": {}}
+    return spec_document("two_layer", 0, cfg.to_dict())
 
 
 def test_write_circuits_round_trip(tmp_path):
     cfg = ModelConfig(n_layers=2)
     save_weights(tmp_path / "weights.npz", build_model(cfg, 0), _spec(cfg))
     out = [tmp_path / "out" / n for n in ("circuits.csv", "composition.csv", "eigenvalues.npz")]
-    C.write_circuits(tmp_path / "weights.npz", *out)
+    write_circuits(tmp_path / "weights.npz", *out)
     circ, comp = pd.read_csv(out[0]), pd.read_csv(out[1])
     assert list(circ.columns) == C.CIRCUIT_COLUMNS and len(circ) == 1 + 8 + 2 + 8
     assert list(comp.columns) == C.COMPOSITION_COLUMNS and len(comp) == 48
@@ -361,7 +364,7 @@ def test_missing_array_is_named(tmp_path):
     np.savez(tmp_path / "broken.npz", **arrays)
     out = [tmp_path / n for n in ("c.csv", "k.csv", "e.npz")]
     with pytest.raises(ValueError, match="'W_O' is missing"):
-        C.write_circuits(tmp_path / "broken.npz", *out)
+        write_circuits(tmp_path / "broken.npz", *out)
     assert not any(p.exists() for p in out)
     with pytest.raises(ValueError, match="'W_V' is missing"):
         C.circuit_table({k: v for k, v in random_arrays().items() if k != "W_V"}, META)

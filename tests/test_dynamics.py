@@ -7,19 +7,20 @@ from matplotlib import pyplot as plt
 
 from conftest import tiny_spec
 from inductionlab.report.aggregate import aggregate
-from inductionlab.analysis.behaviour import write_behaviour
-from inductionlab.analysis.circuits import write_circuits
 from inductionlab.analysis.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
                                    NEVER, NO_LAYER_NOTE, NONE_FORMED, PHASE_COLUMNS,
                                    best_induction_heads, induction_layers, induction_rise,
                                    per_token_loss_pca, phase_change_table, pca, read_phase_change,
-                                   steepest_drop, write_dynamics, write_per_token_loss_pca)
+                                   steepest_drop)
 from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)
 from inductionlab.report.figures import write_figure
 from inductionlab.report.plots import save
-from inductionlab.core.train import checkpoint_steps, load_model, train
+from inductionlab.core.loading import load_model
+from inductionlab.core.train import checkpoint_steps, train
 from inductionlab.core.weights import save_weights
+from inductionlab.stages.analyses import (write_behaviour, write_circuits, write_dynamics,
+                                          write_per_token_loss_pca)
 
 DYNAMICS = {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
             "drop_smoothing": 0.25, "min_drop_rate": 0.1}
@@ -50,11 +51,10 @@ def staged(tmp_path_factory):
     (root / "dynamics.json").write_text(json.dumps({**DYNAMICS, "task": spec["task"]}))
     write_behaviour(folder / "model.pt", root / "behaviour.json", folder / "completions.csv",
                     folder / "failure_modes.csv", folder / "attention.npz",
-                    folder / "head_scores.csv", folder / "behaviour.csv", log=lambda msg: None)
+                    folder / "head_scores.csv", folder / "behaviour.csv")
     write_dynamics(folder / "model.pt", folder / "checkpoints", root / "behaviour.json",
                    root / "dynamics.json", folder / "dynamics.csv",
-                   folder / "per_token_losses.npz", folder / "phase_change.csv",
-                   log=lambda msg: None)
+                   folder / "per_token_losses.npz", folder / "phase_change.csv")
     return root, folder, spec
 
 
@@ -133,7 +133,7 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     train(tiny_spec("one_layer", seed=1, steps=10, n_layers=1), other, log=lambda m: None)
     write_dynamics(other / "model.pt", other / "checkpoints", root / "behaviour.json",
                    root / "dynamics.json", other / "dynamics.csv", other / "per_token_losses.npz",
-                   other / "phase_change.csv", log=lambda m: None)
+                   other / "phase_change.csv")
     paths = [folder / "per_token_losses.npz", other / "per_token_losses.npz"]
     table = write_per_token_loss_pca(paths, tmp_path / "pca.csv")
     save(pca_trajectories(table), tmp_path / "pca.png")

@@ -2,8 +2,9 @@
 
 core (the model, the task, training, loading) imports nothing of the other layers;
 analysis (what is measured on a model) imports core and analysis; report (tables,
-claims, figures, templates) may import both; the config check imports no analysis; and
-no module imports itself through others.
+claims, figures, templates) may import both; the stages (each command from its input
+files to its output files) may import all three; the config check imports no analysis;
+the analyses write no files; and no module imports itself through others.
 """
 import ast
 from pathlib import Path
@@ -50,10 +51,11 @@ def layer(module: str) -> str:
 
 def test_layers_import_only_downwards():
     allowed = {"core": {"core", "top"}, "analysis": {"core", "analysis", "top"},
-               "report": {"core", "analysis", "report", "top"}}
+               "report": {"core", "analysis", "report", "top"},
+               "stages": {"core", "analysis", "report", "stages", "top"}}
     bad = sorted(f"{m} imports {t}" for m, targets in imports().items() if layer(m) in allowed
                  for t in targets if layer(t) not in allowed[layer(m)]
-                 and t.rsplit(".", 1)[-1] not in TOP | {"core", "analysis", "report"})
+                 and t.rsplit(".", 1)[-1] not in TOP | set(allowed))
     assert bad == []
 
 
@@ -78,3 +80,16 @@ def test_no_import_cycles():
         if start not in done:
             visit(start, [start])
     assert cycles == []
+
+
+def test_the_analyses_write_no_files():
+    """Writing (atomically) is the stage layer's: no analysis module imports the atomic
+    writers or saves a table or an archive itself."""
+    found = []
+    for path in sorted((PACKAGE / "analysis").glob("*.py")):
+        text = path.read_text()
+        found += [f"{path.name}: {w}" for w in ("atomic", ".to_csv(", "np.savez", "torch.save(")
+                  if w in text]
+    assert "inductionlab.atomic" not in {t for m, ts in imports().items()
+                                         if layer(m) == "analysis" for t in ts}
+    assert found == []

@@ -16,12 +16,13 @@ from inductionlab.analysis.positional_shortcut import (attention_summary, check_
                                               metric_names, offset_table, position_scores,
                                               position_summary, position_table,
                                               row_argmax_offsets, shortcut_metrics,
-                                              shortcut_tables,
-                                              write_shortcut)
+                                              shortcut_tables)
+from inductionlab.core.spec import Spec
+from inductionlab.stages.analyses import write_shortcut
 from inductionlab.report.shortcut_plots import write_figures
 from inductionlab.core.train import save_model
 
-from conftest import ROOT
+from conftest import ROOT, spec_document
 
 TASK = TaskConfig()
 EXPERIMENT_SCHEMA = ROOT / "workflow" / "schemas" / "positional_shortcut.schema.yaml"
@@ -36,9 +37,10 @@ def _metrics(model):
 
 
 def _spec(variant="one_layer_learned", seed=3, pos_encoding="learned"):
-    return {"variant": variant, "seed": seed, "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
-            "model": {"n_layers": 1, "pos_encoding": pos_encoding},
-            "train": {"val_size": 256, "val_seed": 12345}}
+    spec = spec_document(variant, seed, {"n_layers": 1, "pos_encoding": pos_encoding},
+                         {"vocab_size": 26, "block_len": 6, "n_blocks": 4})
+    spec["train"].update(val_size=256, val_seed=12345)
+    return spec
 
 
 # ---------------------------------------------------------------- the positional term
@@ -128,7 +130,7 @@ def test_attention_summary_counts_every_copy_of_the_target():
 
 
 def test_every_table_names_its_model():
-    tables = shortcut_tables(PositionalShiftModel(shift=5), _spec(), SETTINGS)
+    tables = shortcut_tables(PositionalShiftModel(shift=5), Spec.from_dict(_spec()), SETTINGS)
     assert set(tables) == {"metrics", "offsets", "completions", "positions"}
     for name, frame in tables.items():
         assert list(frame.columns[:2]) == ["variant", "seed"], name
@@ -151,7 +153,7 @@ def test_write_shortcut_and_figures(tmp_path):
         settings.write_text(json.dumps({**SETTINGS, "task": spec["task"]}))
         paths = {name: tmp_path / spec["variant"] / f"{name}.csv"
                  for name in ("metrics", "offsets", "completions", "positions")}
-        write_shortcut(tmp_path / f"{spec['variant']}.pt", settings, *paths.values(), log=lambda m: None)
+        write_shortcut(tmp_path / f"{spec['variant']}.pt", settings, *paths.values())
         for name, path in paths.items():
             out.setdefault(name, []).append(pd.read_csv(path))
     metrics = pd.concat(out["metrics"]).set_index(["variant", "metric"])["value"]

@@ -46,7 +46,7 @@ def _kill_when_logged(spec_path, out_dir, log_path, pattern, timeout=120):
     """Run ``inductionlab train`` and SIGKILL it once its log matches ``pattern``."""
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "inductionlab.cli", "train",
-                                 str(spec_path), str(out_dir)], stdout=log, stderr=log)
+                                 "--spec", str(spec_path), "--out-dir", str(out_dir)], stdout=log, stderr=log)
     deadline = time.time() + timeout
     try:
         while not re.search(pattern, log_path.read_text()):
@@ -63,20 +63,20 @@ def test_sigkilled_training_resumes_bit_identical(tmp_path):
     spec["train"]["n_checkpoints"] = 20
     write_spec(tmp_path / "spec.json", spec)
     full, killed = tmp_path / "full", tmp_path / "killed"
-    assert _cli("train", tmp_path / "spec.json", full).returncode == 0
-    _cli("extract-weights", full / "model.pt", full / "weights.npz")
+    assert _cli("train", "--spec", tmp_path / "spec.json", "--out-dir", full).returncode == 0
+    _cli("extract-weights", "--model", full / "model.pt", "--out", full / "weights.npz")
 
     _kill_when_logged(tmp_path / "spec.json", killed, tmp_path / "kill.log", r"step\s+400/600")
     assert not (killed / "model.pt").exists() and not (killed / "checkpoints").exists()
     (killed / ".tmp-checkpoints.left-by-a-kill").mkdir()  # an older run's temporary folder
-    proc = _cli("train", tmp_path / "spec.json", killed)
+    proc = _cli("train", "--spec", tmp_path / "spec.json", "--out-dir", killed)
     assert proc.returncode == 0, proc.stderr
     resumed = int(re.search(r"resumed from step (\d+) of 600", proc.stderr).group(1))
     assert 300 <= resumed < 600
     assert f"step {resumed:>6}/600" not in proc.stderr  # nothing before it was redone
     assert "removed" in proc.stderr and ".tmp-checkpoints.left-by-a-kill" in proc.stderr
     assert sorted(p.name for p in killed.iterdir()) == ["checkpoints", "model.pt", "train_log.csv"]
-    _cli("extract-weights", killed / "model.pt", killed / "weights.npz")
+    _cli("extract-weights", "--model", killed / "model.pt", "--out", killed / "weights.npz")
     assert_same_outputs(full, killed)
 
 
@@ -142,7 +142,7 @@ def test_the_command_line_reports_divergence_in_one_line(tmp_path):
     spec = tiny_spec(steps=20)
     spec["train"]["lr"] = 10.0
     write_spec(tmp_path / "spec.json", spec)
-    proc = _cli("train", tmp_path / "spec.json", tmp_path / "out")
+    proc = _cli("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
     assert proc.returncode == 1
     (line,) = [l for l in proc.stderr.splitlines() if "error" in l]
     assert re.search(r"first non-finite at step \d+ ", line) and "Traceback" not in proc.stderr

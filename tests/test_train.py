@@ -4,8 +4,9 @@ import torch
 
 from conftest import tiny_spec
 from inductionlab.core.metrics import mean_loss
+from inductionlab.core.loading import load_model
 from inductionlab.core.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
-                                load_model, loss_function, should_compile, train, train_stacked)
+                                loss_function, should_compile, train, train_stacked)
 from inductionlab.core.model import ModelConfig, build_model
 
 
@@ -26,7 +27,7 @@ def test_training_writes_log_checkpoints_and_model(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
     final = _weights(tmp_path / "checkpoints" / "step000030.pt")
     model, spec = load_model(tmp_path / "model.pt")
-    assert spec["variant"] == "two_layer"
+    assert spec.variant == "two_layer" and spec.to_dict() == tiny_spec(steps=30)
     for name, value in model.state_dict().items():
         assert torch.equal(value, final[name])
     # the untrained checkpoint is the seed's initialisation, and training moved the weights

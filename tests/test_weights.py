@@ -7,9 +7,11 @@ import torch
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import load_weights, model_from_weights, save_weights
 
+from conftest import spec_document
+
 
 def _spec(cfg):
-    return {"variant": "v", "seed": 3, "task": {}, "model": cfg.to_dict(), "train": {}}
+    return spec_document("v", 3, cfg.to_dict())
 
 
 @pytest.mark.parametrize("cfg", [ModelConfig(n_layers=2), ModelConfig(smear_layers=(0,)),

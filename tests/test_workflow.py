@@ -15,7 +15,7 @@ import yaml
 from conftest import ROOT
 from htmlcheck import external_references, squash
 from inductionlab.report.tables import fmt
-from inductionlab.core.train import load_model
+from inductionlab.core.loading import load_model
 from inductionlab.core.weights import model_from_weights
 
 # three_layer is a variant added by config only: every stage runs on it unchanged.

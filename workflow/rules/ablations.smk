@@ -23,7 +23,8 @@ rule ablations:
         mem_mb=3000,
         runtime=30,
     shell:
-        "inductionlab ablations {input.model} {input.behaviour_settings} {input.settings} "
+        "inductionlab ablations --model {input.model} --behaviour-settings {input.behaviour_settings} "
+        "--settings {input.settings} "
         "--table {output.table} --attention {output.attention} --threads {threads} > {log} 2>&1"
 
 

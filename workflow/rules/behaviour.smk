@@ -20,17 +20,17 @@ rule behaviour:
         mem_mb=3000,
         runtime=20,
     shell:
-        "inductionlab behaviour {input.model} {input.settings} "
+        "inductionlab behaviour --model {input.model} --settings {input.settings} "
         "--completions {output.completions} --failure-modes {output.failure_modes} "
         "--attention {output.attention} --head-scores {output.head_scores} "
-        "--summary {output.summary} > {log} 2>&1"
+        "--summary {output.summary} --threads {threads} > {log} 2>&1"
 
 
 rule attention_figures:
     input:
-        model_file("attention.npz"),
+        attention=model_file("attention.npz"),
     output:
-        directory(model_file("figures/attention")),
+        out_dir=directory(model_file("figures/attention")),
     log:
         "logs/attention_figures/{model}/seed{seed}.log",
     benchmark:
@@ -40,7 +40,8 @@ rule attention_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "inductionlab attention-figures {input} {output} > {log} 2>&1"
+        "inductionlab attention-figures --attention {input.attention} --out-dir {output.out_dir} "
+        "> {log} 2>&1"
 
 
 BEHAVIOUR_WORDS = section_prose("behaviour.prose.yaml", **config["behaviour"]["roles"])

@@ -6,7 +6,7 @@
 
 rule circuits:
     input:
-        model_file("weights.npz"),
+        weights=model_file("weights.npz"),
     output:
         circuits=model_file("circuits.csv"),
         composition=model_file("composition.csv"),
@@ -20,15 +20,15 @@ rule circuits:
         mem_mb=1000,
         runtime=10,
     shell:
-        "inductionlab circuits-tables {input} {output.circuits} {output.composition} "
-        "{output.eigenvalues} > {log} 2>&1"
+        "inductionlab circuits-tables --weights {input.weights} --circuits {output.circuits} "
+        "--composition {output.composition} --eigenvalues {output.eigenvalues} > {log} 2>&1"
 
 
 rule circuit_figures:
     input:
-        model_file("weights.npz"),
+        weights=model_file("weights.npz"),
     output:
-        directory(model_file("figures/circuits")),
+        out_dir=directory(model_file("figures/circuits")),
     log:
         "logs/circuit_figures/{model}/seed{seed}.log",
     benchmark:
@@ -38,7 +38,8 @@ rule circuit_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "inductionlab circuit-figures {input} {output} > {log} 2>&1"
+        "inductionlab circuit-figures --weights {input.weights} --out-dir {output.out_dir} "
+        "> {log} 2>&1"
 
 
 CIRCUITS_WORDS = section_prose("circuits.prose.yaml")

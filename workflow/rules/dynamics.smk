@@ -23,8 +23,8 @@ rule dynamics:
         mem_mb=2000,
         runtime=30,
     shell:
-        "inductionlab dynamics {input.model} {input.checkpoints} {input.behaviour_settings} "
-        "{input.settings} --dynamics {output.dynamics} --losses {output.losses} "
+        "inductionlab dynamics --model {input.model} --checkpoints {input.checkpoints} "
+        "--behaviour-settings {input.behaviour_settings} --settings {input.settings} --dynamics {output.dynamics} --losses {output.losses} "
         "--phase-change {output.phase_change} --threads {threads} > {log} 2>&1"
 
 
@@ -34,7 +34,7 @@ rule dynamics_figures:
         phase_change=model_file("phase_change.csv"),
         settings=settings_file("dynamics"),
     output:
-        directory(model_file("figures/dynamics")),
+        out_dir=directory(model_file("figures/dynamics")),
     log:
         "logs/dynamics_figures/{model}/seed{seed}.log",
     benchmark:
@@ -44,13 +44,14 @@ rule dynamics_figures:
         mem_mb=1000,
         runtime=10,
     shell:
-        "inductionlab dynamics-figures {input.dynamics} {input.phase_change} {output} "
+        "inductionlab dynamics-figures --dynamics {input.dynamics} "
+        "--phase-change {input.phase_change} --out-dir {output.out_dir} "
         "--settings {input.settings} > {log} 2>&1"
 
 
 rule per_token_loss_pca:
     input:
-        per_model("per_token_losses.npz"),
+        losses=per_model("per_token_losses.npz"),
     output:
         table=f"{RESULTS}/tables/per_token_loss_pca.csv",
         figure=f"{RESULTS}/figures/per_token_loss_pca.png",
@@ -63,7 +64,7 @@ rule per_token_loss_pca:
         mem_mb=2000,
         runtime=10,
     shell:
-        "inductionlab per-token-loss-pca {input} --table {output.table} "
+        "inductionlab per-token-loss-pca --losses {input.losses} --table {output.table} "
         "--figure {output.figure} > {log} 2>&1"
 
 

@@ -36,7 +36,7 @@ localrules:
 
 rule aggregate:
     input:
-        lambda w: aggregated_inputs(w.table),
+        tables=lambda w: aggregated_inputs(w.table),
     output:
         long=f"{RESULTS}/tables/{{table}}.csv",
         summary=f"{RESULTS}/tables/{{table}}_summary.csv",
@@ -48,19 +48,20 @@ rule aggregate:
     log:
         "logs/aggregate/{table}.log",
     shell:
-        "inductionlab aggregate {wildcards.table} {output.long} {output.summary} {input} "
-        "{params.checks} > {log} 2>&1"
+        "inductionlab aggregate --name {wildcards.table} --long {output.long} "
+        "--summary {output.summary} --inputs {input.tables} {params.checks} > {log} 2>&1"
 
 
 rule model_families:
     output:
-        f"{RESULTS}/report/families.json",
+        families=f"{RESULTS}/report/families.json",
     params:
         families=json.dumps(FAMILIES, sort_keys=True),
     log:
         "logs/model_families.log",
     shell:
-        "inductionlab write-json {output:q} {params.families:q} --indent 1 > {log} 2>&1"
+        "inductionlab write-json --out {output.families:q} --document {params.families:q} "
+        "--indent 1 > {log} 2>&1"
 
 
 rule claims:
@@ -76,8 +77,8 @@ rule claims:
     log:
         "logs/claims.log",
     shell:
-        "inductionlab claims {input.claims} {output.claims} {output.scorecard} {input.tables} "
-        "--roles {input.roles} --families {input.families} --comparison {output.comparison} "
+        "inductionlab claims --claims-yaml {input.claims} --claims {output.claims} "
+        "--scorecard {output.scorecard} --tables {input.tables} --roles {input.roles} --families {input.families} --comparison {output.comparison} "
         "> {log} 2>&1"
 
 
@@ -87,14 +88,14 @@ rule figure:
         data=lambda w: (FIGURE_INPUTS[w.figure](w) if callable(FIGURE_INPUTS[w.figure])
                         else FIGURE_INPUTS[w.figure]),
     output:
-        f"{RESULTS}/figures/{{model}}/{{figure}}.png",
+        figure=f"{RESULTS}/figures/{{model}}/{{figure}}.png",
     wildcard_constraints:
         figure="|".join(FIGURE_INPUTS),
     log:
         "logs/figure/{model}/{figure}.log",
     shell:
-        "inductionlab figure {wildcards.figure} {wildcards.model} {input.settings} {output} "
-        "{input.data} > {log} 2>&1"
+        "inductionlab figure --name {wildcards.figure} --model {wildcards.model} "
+        "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
 
 
 rule report_manifest:
@@ -125,4 +126,5 @@ rule report:
     benchmark:
         "results/benchmarks/report.tsv"
     shell:
-        "inductionlab report {input.manifest} {output.html} {output.pdf} > {log} 2>&1"
+        "inductionlab report --manifest {input.manifest} --html {output.html} --pdf {output.pdf} "
+        "> {log} 2>&1"

@@ -9,10 +9,11 @@ localrules:
 
 rule stage_settings:
     output:
-        f"{RESULTS}/settings/{{stage}}.json",
+        settings=f"{RESULTS}/settings/{{stage}}.json",
     params:
         settings=stage_settings_json,
     log:
         "logs/stage_settings/{stage}.log",
     shell:
-        "inductionlab write-json {output:q} {params.settings:q} > {log} 2>&1"
+        "inductionlab write-json --out {output.settings:q} --document {params.settings:q} "
+        "> {log} 2>&1"

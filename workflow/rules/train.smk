@@ -13,13 +13,14 @@ localrules:
 
 rule model_spec:
     output:
-        model_file("spec.json"),
+        spec=model_file("spec.json"),
     params:
         spec=model_spec_json,
     log:
         "logs/model_spec/{model}/seed{seed}.log",
     shell:
-        "inductionlab write-json {output:q} {params.spec:q} --sort-keys > {log} 2>&1"
+        "inductionlab write-json --out {output.spec:q} --document {params.spec:q} --sort-keys "
+        "> {log} 2>&1"
 
 
 def train_resources(n_seeds=1):
@@ -37,7 +38,7 @@ if SEEDS_PER_JOB == 1:
 
     rule train:
         input:
-            model_file("spec.json"),
+            spec=model_file("spec.json"),
         output:
             model=model_file("model.pt"),
             log_csv=model_file("train_log.csv"),
@@ -52,7 +53,8 @@ if SEEDS_PER_JOB == 1:
         resources:
             **train_resources(),
         shell:
-            "inductionlab train {input} {params.out_dir} --threads {threads} > {log} 2>&1"
+            "inductionlab train --spec {input.spec} --out-dir {params.out_dir} --threads {threads} "
+            "> {log} 2>&1"
 
 else:
     # Seeds of a model in groups of `seeds_per_job`, each group one stacked model in
@@ -68,7 +70,7 @@ else:
                 name:
                     f"train_{_variant}_seeds{'_'.join(map(str, _group))}"
                 input:
-                    _files("spec.json"),
+                    specs=_files("spec.json"),
                 output:
                     models=_files("model.pt"),
                     log_csvs=_files("train_log.csv"),
@@ -81,14 +83,15 @@ else:
                 resources:
                     **train_resources(len(_group)),
                 shell:
-                    "inductionlab train-stacked {input} --threads {threads} > {log} 2>&1"
+                    "inductionlab train-stacked --specs {input.specs} --threads {threads} "
+                    "> {log} 2>&1"
 
 
 rule extract_weights:
     input:
-        model_file("model.pt"),
+        model=model_file("model.pt"),
     output:
-        model_file("weights.npz"),
+        weights=model_file("weights.npz"),
     log:
         "logs/extract_weights/{model}/seed{seed}.log",
     benchmark:
@@ -98,7 +101,7 @@ rule extract_weights:
         mem_mb=1000,
         runtime=5,
     shell:
-        "inductionlab extract-weights {input} {output} > {log} 2>&1"
+        "inductionlab extract-weights --model {input.model} --out {output.weights} > {log} 2>&1"
 
 
 TRAIN_WORDS = section_prose("train.prose.yaml")

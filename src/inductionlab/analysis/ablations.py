@@ -260,34 +260,29 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
     return frame, arrays
 
 
-def write_ablations(model_path, behaviour_settings_path, settings_path, table_csv, attention_npz,
-                    log=print) -> None:
-    """The ablation stage for one model: ``ablations.csv`` and ``ablated_attention.npz``."""
+def model_ablations(model, spec, behaviour: dict, settings: dict,
+                    log=lambda msg: None) -> tuple[pd.DataFrame, dict]:
+    """The ablation stage's results for one model: the table (variant and seed first) and
+    the ablated attention arrays (their ``names`` included).
 
-    from .. import atomic
+    ``behaviour``: the behaviour settings (evaluation sample, prompts, local window);
+    ``settings``: the ablation settings (its ``entries``).
+    """
     from .behaviour import check_prompt, evaluation_samples
-    from ..core.data import TaskConfig
-    from ..core.loading import load_model, read_json
 
-    behaviour = read_json(behaviour_settings_path, "the behaviour settings")
-    settings = read_json(settings_path, "the ablation settings")
-    model, spec = load_model(model_path)
-    task = TaskConfig.from_dict(spec["task"])
-    variant, seed = spec["variant"], spec["seed"]
+    task = spec.task
     prompts = [p["prompt"] for p in behaviour["prompts"]]
     for p in prompts:  # checked before any model runs
         check_prompt(p, task)
     ablations = expand_entries(settings["entries"], model.cfg)
     n_run = sum(not a.skipped for a in ablations)
-    log(f"[{variant} seed {seed}] {n_run} ablation(s) + baseline on "
+    log(f"[{spec.name}] {n_run} ablation(s) + baseline on "
         f"{behaviour['n_sequences']} sequences; {len(ablations) - n_run} skipped")
     tokens, distinct = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
     frame, arrays = ablation_table(model, ablations, task, tokens, distinct, prompts,
                                    behaviour["roles"]["local_window"],
-                                   log=lambda msg: log(f"[{variant} seed {seed}] {msg}"))
-    frame.insert(0, "seed", seed)
-    frame.insert(0, "variant", variant)
-    atomic.write_csv(table_csv, frame)
+                                   log=lambda msg: log(f"[{spec.name}] {msg}"))
+    frame.insert(0, "seed", spec.seed)
+    frame.insert(0, "variant", spec.variant)
     arrays["names"] = np.array(list(arrays))
-    with atomic.atomic_path(attention_npz, suffix=".npz") as tmp:
-        np.savez(tmp, **arrays)
+    return frame, arrays

@@ -334,37 +334,38 @@ def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tenso
     return random, distinct
 
 
-def write_behaviour(model_path, settings_path, completions_csv, failure_csv, attention_npz,
-                    head_scores_csv, summary_csv, log=print) -> None:
-    """The behaviour stage for one model: every table and the attention arrays."""
-    from .. import atomic
+def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tuple[dict, dict]:
+    """The behaviour stage's results for one model: ``(tables, arrays)``.
+
+    ``tables``: ``completions``, ``failure_modes``, ``head_scores`` and ``summary`` (metric,
+    value), each with the model's variant and seed first; ``arrays``: the mean pattern and
+    offset profile of every layer and the patterns on every suite prompt.
+    ``spec``: the model's :class:`~inductionlab.core.spec.Spec`; ``settings``: the
+    behaviour settings.
+    """
     from .attention import head_score_table, offset_profile
     from .roles import head_roles
-    from ..core.loading import load_model, read_json
 
-    settings = read_json(settings_path, "the behaviour settings")
-    model, spec = load_model(model_path)
-    task = TaskConfig.from_dict(spec["task"])
-    variant, seed = spec["variant"], spec["seed"]
-    ident = {"variant": variant, "seed": seed}
+    task, name = spec.task, spec.name
+    ident = {"variant": spec.variant, "seed": spec.seed}
     prompts = [p["prompt"] for p in settings["prompts"]]
     for p in prompts:  # every prompt is checked before any model runs
         check_prompt(p, task)
 
-    log(f"[{variant} seed {seed}] scoring heads on {settings['n_sequences']} sequences")
+    log(f"[{name}] scoring heads on {settings['n_sequences']} sequences")
     tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
     scores, means, logits = head_score_table(model, tokens, distinct, task.block_len,
                                              settings["roles"]["local_window"], return_logits=True)
     scores["roles"] = ["+".join(head_roles(row, settings["roles"])) or "none"
                        for row in scores.to_dict("records")]
 
-    log(f"[{variant} seed {seed}] prompt suite")
+    log(f"[{name}] prompt suite")
     completions = prompt_suite(model, prompts, task,
-                               [p.get("write_up", {}) for p in settings["prompts"]], variant)
+                               [p.get("write_up", {}) for p in settings["prompts"]], spec.variant)
     prompt_arrays = prompt_attention(model, list(completions["prompt"]),
                                      list(completions["completion"]), task)
 
-    log(f"[{variant} seed {seed}] random prompts and failure modes")
+    log(f"[{name}] random prompts and failure modes")
     summary = model_summary(model, tokens, task, logits=logits)
     summary.update({f"loss_pos{i}": v for i, v in enumerate(summary.pop("loss_pos"))})
     summary["repeat_when_correct_rate"], summary["repeat_when_correct_n"] = repeat_when_correct(
@@ -382,13 +383,10 @@ def write_behaviour(model_path, settings_path, completions_csv, failure_csv, att
     def tidy(frame):
         return pd.concat([pd.DataFrame([ident] * len(frame)), frame.reset_index(drop=True)], axis=1)
 
-    atomic.write_csv(completions_csv, tidy(completions))
-    atomic.write_csv(failure_csv, tidy(failures))
-    atomic.write_csv(head_scores_csv, tidy(scores))
-    atomic.write_csv(summary_csv, tidy(pd.DataFrame({"metric": list(summary),
-                                                     "value": list(summary.values())})))
-    with atomic.atomic_path(attention_npz, suffix=".npz") as tmp:
-        np.savez(tmp, **arrays)
     worst = failures.sort_values("error_mass", ascending=False).head(3)
-    log(f"[{variant} seed {seed}] acc_pred {summary['acc_pred']:.3f}; worst patterns: "
+    log(f"[{name}] acc_pred {summary['acc_pred']:.3f}; worst patterns: "
         + ", ".join(f"{r.pattern} ({r.teacher_forced_acc:.2f})" for r in worst.itertuples()))
+    tables = {"completions": tidy(completions), "failure_modes": tidy(failures),
+              "head_scores": tidy(scores),
+              "summary": tidy(pd.DataFrame({"metric": list(summary), "value": list(summary.values())}))}
+    return tables, arrays

@@ -27,8 +27,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..atomic import atomic_path, write_csv
-from ..core.weights import load_weights
 
 COMPOSITION_KINDS = ("K", "Q", "V")
 
@@ -467,15 +465,6 @@ def spectra(arrays: dict) -> dict[str, np.ndarray]:
     for key, *_ignored, factors, _L, _R in _composition_records(arrays):
         out[key] = _spectrum_order(eigenvalues_low_rank(*factors))
     return out
-
-
-def write_circuits(weights_path, circuits_csv, composition_csv, eigenvalues_npz) -> None:
-    """Write the circuit table, the composition table and all spectra of ``weights.npz``."""
-    arrays, meta = load_weights(weights_path)
-    write_csv(circuits_csv, circuit_table(arrays, meta))
-    write_csv(composition_csv, composition_table(arrays, meta))
-    with atomic_path(eigenvalues_npz, suffix=".npz") as tmp:
-        np.savez(tmp, **spectra(arrays))
 
 
 # ----------------------------------------------------------------------- report

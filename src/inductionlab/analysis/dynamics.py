@@ -113,12 +113,12 @@ def checkpoint_files(folder) -> list[tuple[int, Path]]:
     return found
 
 
-def check_schedule(files: list[tuple[int, Path]], folder, train: dict) -> None:
+def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
     from ..core.loading import BadInput
     from ..core.train import checkpoint_steps
 
-    expected = checkpoint_steps(int(train["steps"]), int(train["n_checkpoints"]))
+    expected = checkpoint_steps(train.steps, train.n_checkpoints)
     missing = sorted(set(expected) - {step for step, _ in files})
     if missing:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
@@ -157,7 +157,7 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     def add(metric, value, layer=-1, head=-1, position=-1):
         rows.append((metric, int(layer), int(head), int(position), float(value)))
 
-    # as in behaviour.write_behaviour (head_scores.csv and behaviour.csv)
+    # as in behaviour.behaviour_results (head_scores.csv and behaviour.csv)
     scores, _, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
                                          return_logits=True)
     metrics = model_summary(model, tokens, task, logits=logits)
@@ -171,7 +171,7 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
     for r in scores.groupby("layer", sort=True).first().reset_index().to_dict("records"):
         for name in CHANCE_METRICS:
             add(name, r[name], r["layer"])
-    # as in circuits.write_circuits (circuits.csv), on the same float32 arrays as weights.npz
+    # as the circuits stage computes circuits.csv, on the same float32 arrays as weights.npz
     circuits = circuit_table(model_arrays(model), meta)
     for r in circuits.to_dict("records"):
         add(CIRCUIT_METRICS[r["circuit"]], r["positivity_real"], r["layer"], r["head"])
@@ -232,9 +232,10 @@ def _checkpoint_line(frame: pd.DataFrame, layers) -> str:
             f"(L{int(best['layer'])}H{int(best['head'])}; chance {chance:.3f})")
 
 
-def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynamics_settings: dict,
+def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynamics_settings: dict,
                    log=lambda msg: None):
-    """Score every checkpoint of one model.
+    """Score every checkpoint of one model (``model``, trained from ``spec``, a
+    :class:`~inductionlab.core.spec.Spec`), loading each into ``model`` in turn.
 
     Returns ``(frame, losses, layers)``: the tidy :data:`DYNAMICS_COLUMNS` frame, a
     dict with ``steps`` [n_ckpt], ``losses`` [n_ckpt, n_seq, T-1] (float32), ``tokens``,
@@ -242,16 +243,13 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
     training step (its weights are model.pt's).
     """
     from .behaviour import evaluation_samples
-    from ..core.data import TaskConfig
     from ..core.metrics import per_token_loss
-    from ..core.loading import load_model
 
-    model, spec = load_model(model_path)
-    task = TaskConfig.from_dict(spec["task"])
-    meta = {"variant": spec["variant"], "seed": spec["seed"]}
+    task = spec.task
+    meta = {"variant": spec.variant, "seed": spec.seed}
     files = checkpoint_files(checkpoints_dir)
-    check_schedule(files, checkpoints_dir, spec["train"])
-    final = int(spec["train"]["steps"])
+    check_schedule(files, checkpoints_dir, spec.train)
+    final = spec.train.steps
     if files[-1][0] != final:
         raise ValueError(f"{checkpoints_dir}: last checkpoint is step {files[-1][0]}, "
                          f"but the model was trained for {final} steps")
@@ -259,7 +257,7 @@ def model_dynamics(model_path, checkpoints_dir, behaviour_settings: dict, dynami
     tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
     per_token = loss_tokens(task, dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
-    layers = induction_layers(spec["model"])
+    layers = induction_layers(spec.model.to_dict())
 
     frames, losses, steps = [], [], []
     for step, path in files:
@@ -468,39 +466,18 @@ def per_token_loss_pca(paths) -> pd.DataFrame:
     return frame[PCA_COLUMNS]
 
 
-# ------------------------------------------------------------------ files
-
-
-def write_dynamics(model_path, checkpoints_dir, behaviour_settings_path, dynamics_settings_path,
-                   dynamics_csv, losses_npz, phase_csv, log=print) -> None:
-    """The dynamics stage of one model: dynamics.csv, per_token_losses.npz, phase_change.csv."""
-    from .. import atomic
-
-    from ..core.loading import read_json
-
-    behaviour = read_json(behaviour_settings_path, "the behaviour settings")
-    settings = read_json(dynamics_settings_path, "the dynamics settings")
-    frame, losses, layers = model_dynamics(model_path, checkpoints_dir, behaviour, settings, log)
-    variant, seed = frame["variant"].iloc[0], int(frame["seed"].iloc[0])
-    phase = phase_change_table(frame, settings, int(behaviour["task"]["block_len"]), layers)
-    meta = {"variant": variant, "seed": seed, "eval_seed": behaviour["eval_seed"],
+def dynamics_results(model, spec, checkpoints_dir, behaviour: dict, settings: dict,
+                     log=lambda msg: None) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """The dynamics stage's results for one model: ``(dynamics, per-token losses,
+    phase_change)``; the losses' ``meta`` (variant, seed, evaluation set) included."""
+    frame, losses, layers = model_dynamics(model, spec, checkpoints_dir, behaviour, settings, log)
+    phase = phase_change_table(frame, settings, spec.task.block_len, layers)
+    meta = {"variant": spec.variant, "seed": spec.seed, "eval_seed": behaviour["eval_seed"],
             "eval_size": settings["eval_size"]}
-    atomic.write_csv(dynamics_csv, frame)
-    atomic.write_csv(phase_csv, phase)
-    with atomic.atomic_path(losses_npz, suffix=".npz") as tmp:
-        np.savez(tmp, meta=np.array(json.dumps(meta)), **losses)
     for r in phase.itertuples():
-        log(f"[{variant} seed {seed}] {r.metric}: {r.step} (value {r.value:.3f})"
+        log(f"[{spec.name}] {r.metric}: {r.step} (value {r.value:.3f})"
             + (f": {r.note}" if r.note else ""))
-
-
-def write_per_token_loss_pca(paths, table_csv) -> pd.DataFrame:
-    """The joint PCA of every model's per-token losses, written to ``table_csv``."""
-    from .. import atomic
-
-    frame = per_token_loss_pca(paths)
-    atomic.write_csv(table_csv, frame)
-    return frame
+    return frame, {"meta": np.array(json.dumps(meta)), **losses}, phase
 
 
 def read_phase_change(path) -> pd.DataFrame:

@@ -190,21 +190,22 @@ def shortcut_metrics(model, task: TaskConfig, val_tokens: torch.Tensor, sample: 
     return out
 
 
-def shortcut_tables(model, spec: dict, settings: dict) -> dict[str, pd.DataFrame]:
+def shortcut_tables(model, spec, settings: dict) -> dict[str, pd.DataFrame]:
     """Every table of one model: ``metrics`` (metric, value), ``offsets``, ``completions``
     and ``positions``, each with the model's ``variant`` and ``seed`` first.
 
     ``settings``: ``eval_seed``, ``n_sequences`` (the attention sample),
     ``n_random_prompts``, ``prompt_len``, ``prompts`` (see the experiment's schema).
-    The validation set is the one training used (``spec["train"]``).
+    ``spec``: the model's :class:`~inductionlab.core.spec.Spec` (its validation set is
+    the one training used).
     """
-    task = TaskConfig.from_dict(spec["task"])
-    val = validation_set(spec["train"]["val_size"], task, spec["train"]["val_seed"])
+    task = spec.task
+    val = validation_set(spec.train.val_size, task, spec.train.val_seed)
     sample, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
     metrics = shortcut_metrics(model, task, val, sample, settings["n_random_prompts"],
                                settings["prompt_len"], settings["eval_seed"])
     completions = prompt_suite(model, settings["prompts"], task)
-    ident = {"variant": spec["variant"], "seed": int(spec["seed"])}
+    ident = {"variant": spec.variant, "seed": spec.seed}
 
     def tidy(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         return frame.assign(**ident)[columns]
@@ -216,21 +217,3 @@ def shortcut_tables(model, spec: dict, settings: dict) -> dict[str, pd.DataFrame
         "completions": tidy(completions, COMPLETION_COLUMNS),
         "positions": tidy(position_table(position_scores(model.pos)), POSITION_COLUMNS),
     }
-
-
-def write_shortcut(model_path, settings_path, metrics_csv, offsets_csv, completions_csv,
-                   positions_csv, log=print) -> None:
-    """The experiment's analysis of one model: four tables, each written atomically."""
-    from ..atomic import write_csv
-    from ..core.loading import load_model, read_json
-
-    settings = read_json(settings_path, "the experiment's settings")
-    model, spec = load_model(model_path)
-    log(f"[{spec['variant']} seed {spec['seed']}] positional table {model.cfg.pos_encoding}")
-    tables = shortcut_tables(model, spec, settings)
-    for name, path in (("metrics", metrics_csv), ("offsets", offsets_csv),
-                       ("completions", completions_csv), ("positions", positions_csv)):
-        write_csv(path, tables[name])
-    m = tables["metrics"].set_index("metric")["value"]
-    log(f"[{spec['variant']} seed {spec['seed']}] "
-        + ", ".join(f"{name} {value:.3f}" for name, value in m.items()))

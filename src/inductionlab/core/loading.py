@@ -74,9 +74,11 @@ def _refuse_non_finite(path, tensors: dict) -> None:
 
 
 def load_model(path, device="cpu"):
-    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite.
-    Its attention is the explicit form, as in a model rebuilt from ``weights.npz``."""
+    """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite;
+    ``spec`` the :class:`~inductionlab.core.spec.Spec` it was trained from. Its attention
+    is the explicit form, as in a model rebuilt from ``weights.npz``."""
     from .model import AttentionOnlyTransformer, ModelConfig
+    from .spec import Spec
 
     payload = _torch_payload(path, "a model.pt")
     if "model_config" not in payload:
@@ -88,7 +90,23 @@ def load_model(path, device="cpu"):
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
-    return model.to(device).eval(), payload["spec"]
+    try:
+        spec = Spec.from_dict(payload.get("spec"))
+    except (ValueError, TypeError, KeyError) as err:
+        raise BadInput(path, f"its spec is not valid ({err})") from None
+    return model.to(device).eval(), spec
+
+
+def read_spec(path):
+    """The parsed ``spec.json`` at ``path`` (a :class:`~inductionlab.core.spec.Spec`)."""
+    from .spec import Spec
+
+    try:
+        return Spec.from_dict(read_json(path, "a spec.json"))
+    except BadInput:
+        raise
+    except (ValueError, TypeError, KeyError) as err:
+        raise BadInput(path, f"not a valid spec ({err})") from None
 
 
 def load_checkpoint(model, path, step: int | None = None) -> int:

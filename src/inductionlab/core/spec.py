@@ -4,15 +4,103 @@ The workflow writes one ``spec.json`` per (model, seed) from the validated confi
 training reads only that file, so a model's inputs are on disk next to it. A model is
 either a variant of the config or derived from one by an experiment (a base variant
 and fields of its model that differ); the spec's ``variant`` field is the model's name.
+
+:class:`Spec` is that file parsed once: the task, the model config and the training
+settings as typed values, and the JSON document it came from (what ``spec.json``,
+``model.pt`` and ``weights.npz`` store, and what a resumed run's key hashes).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, field, fields
 
 from ..atomic import write_text
 from .data import TaskConfig
 from .model import ModelConfig
+
+SPEC_KEYS = ("variant", "seed", "task", "model", "train")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What a training run reads of the spec's ``train`` block (the config's ``train``;
+    its scheduling fields, such as ``seeds_per_job``, stay in the document only)."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float
+    eval_every: int
+    val_size: int
+    val_seed: int
+    n_checkpoints: int
+    compile: str = "auto"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainSettings":
+        known = fields(cls)
+        missing = [f.name for f in known if f.name not in d and f.default is MISSING]
+        if missing:
+            raise ValueError(f"train settings are missing {missing}")
+        return cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d})
+
+
+def _typed(name: str, value, kind: str):
+    caster = {"int": int, "float": float, "str": str}[kind]
+    if kind == "int" and isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"train.{name}: {value} is not an integer")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) \
+            or isinstance(value, str) != (kind == "str"):
+        raise ValueError(f"train.{name}: {value!r} is not "
+                         + {"int": "an integer", "float": "a number", "str": "a string"}[kind])
+    return caster(value)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One model to train, parsed: use :meth:`from_dict`, or
+    :func:`inductionlab.core.loading.read_spec` for a file."""
+
+    variant: str
+    seed: int
+    task: TaskConfig
+    model: ModelConfig
+    train: TrainSettings
+    device: str
+    document: dict = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, document: dict) -> "Spec":
+        """Raises ValueError naming what is missing or invalid."""
+        if not isinstance(document, dict):
+            raise ValueError(f"a spec is a JSON object, not {type(document).__name__}")
+        missing = [k for k in SPEC_KEYS if k not in document]
+        if missing:
+            raise ValueError(f"spec is missing key(s) {missing}")
+        task = TaskConfig.from_dict(document["task"])
+        model = ModelConfig.from_dict({**document["model"], "vocab_size": task.vocab_size,
+                                       "seq_len": task.seq_len})
+        return cls(variant=str(document["variant"]), seed=int(document["seed"]), task=task,
+                   model=model, train=TrainSettings.from_dict(document["train"]),
+                   device=str(document.get("device", "cpu")),
+                   document=json.loads(json.dumps(document)))
+
+    @classmethod
+    def of(cls, spec: "Spec | dict") -> "Spec":
+        """``spec`` itself, or the JSON document parsed."""
+        return spec if isinstance(spec, Spec) else cls.from_dict(spec)
+
+    def to_dict(self) -> dict:
+        """The JSON document (a copy)."""
+        return json.loads(json.dumps(self.document))
+
+    def without_seed(self) -> dict:
+        """The document without its seed: equal for the seeds of one model."""
+        return {k: v for k, v in self.document.items() if k != "seed"}
+
+    @property
+    def name(self) -> str:
+        return f"{self.variant} seed {self.seed}"
 
 
 def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | None" = None) -> dict:
@@ -55,26 +143,11 @@ class DerivedModel:
         return derived
 
 
-def task_config(spec: dict) -> TaskConfig:
-    return TaskConfig.from_dict(spec["task"])
-
-
 def model_config(spec: dict) -> ModelConfig:
-    task = task_config(spec)
-    return ModelConfig.from_dict(
-        {**spec["model"], "vocab_size": task.vocab_size, "seq_len": task.seq_len}
-    )
+    """The model config of a spec document (the workflow's check of a derived model)."""
+    return Spec.from_dict(spec).model
 
 
-def write_spec(path, spec: dict) -> None:
-    write_text(path, json.dumps(spec, indent=2, sort_keys=True) + "\n")
-
-
-def read_spec(path) -> dict:
-    from .loading import BadInput, read_json
-
-    spec = read_json(path, "a spec.json")
-    missing = [k for k in ("variant", "seed", "task", "model", "train") if k not in spec]
-    if missing:
-        raise BadInput(path, f"spec is missing key(s) {missing}")
-    return spec
+def write_spec(path, spec: "Spec | dict") -> None:
+    document = spec.to_dict() if isinstance(spec, Spec) else spec
+    write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")

@@ -22,11 +22,11 @@ from torch.func import functional_call, stack_module_state, vmap
 from .. import atomic
 from .data import sample_sequences, validation_set
 from .causal_attention import inductor_cache_dir
-from .loading import load_model, non_finite  # noqa: F401 - load_model: read back what save_model wrote
+from .loading import non_finite
 from .metrics import evaluate, mean_loss, per_token_loss
 from .model import AttentionOnlyTransformer, build_model, choose_attention
 from .seeding import generator
-from .spec import model_config, task_config
+from .spec import Spec
 
 
 class TrainingDiverged(RuntimeError):
@@ -68,9 +68,9 @@ def device_name(device: torch.device) -> str:
     return str(device)
 
 
-def _log_row(spec: dict, step: int, train_loss: float, metrics: dict, elapsed: float,
+def _log_row(spec: Spec, step: int, train_loss: float, metrics: dict, elapsed: float,
              device: torch.device) -> dict:
-    row = {"variant": spec["variant"], "seed": int(spec["seed"]), "step": step, "train_loss": train_loss,
+    row = {"variant": spec.variant, "seed": spec.seed, "step": step, "train_loss": train_loss,
            "val_loss_all": metrics["loss_all"], "val_loss_pred": metrics["loss_pred"],
            "val_acc_pred": metrics["acc_pred"], "elapsed_s": round(elapsed, 3),
            "device": device_name(device), "torch": str(torch.__version__)}
@@ -78,11 +78,11 @@ def _log_row(spec: dict, step: int, train_loss: float, metrics: dict, elapsed: f
     return row
 
 
-def optimizer(params, tcfg: dict) -> torch.optim.Optimizer:
+def optimizer(params, lr: float, weight_decay: float) -> torch.optim.Optimizer:
     """AdamW as every training run takes it: fused, one kernel per parameter for the whole
     update (the same numbers as the default loop over its steps, to float32 rounding,
     in about a third of the time on a CPU; benchmarks/train_speed.py)."""
-    return torch.optim.AdamW(params, lr=tcfg["lr"], weight_decay=tcfg["weight_decay"], fused=True)
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
 def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
@@ -93,12 +93,12 @@ def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
     return loss.detach()
 
 
-def resume_key(spec: dict, mode: str) -> str:
+def resume_key(spec: Spec, mode: str) -> str:
     """A short hash of what a run's numbers depend on: the spec, how it is trained, torch.
 
     Resume state is kept under this key, so a changed spec never resumes from it.
     """
-    text = json.dumps({"spec": spec, "mode": mode, "torch": str(torch.__version__)}, sort_keys=True)
+    text = json.dumps({"spec": spec.document, "mode": mode, "torch": str(torch.__version__)}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -197,14 +197,11 @@ def restore_adam(opt: torch.optim.Optimizer, named_params, moments: list[dict]) 
 class _SeedRun:
     """Bookkeeping of one model's training: checkpoints, validation log, resume state, final files."""
 
-    def __init__(self, spec: dict, out_dir, val: torch.Tensor, log, mode: str):
+    def __init__(self, spec: Spec, out_dir, val: torch.Tensor, log, mode: str):
         self.spec, self.out_dir, self.val, self.log = spec, Path(out_dir), val, log
-        tcfg = spec["train"]
-        self.steps = int(tcfg["steps"])
-        self.task = task_config(spec)
-        self.name = f"{spec['variant']} seed {spec['seed']}"
-        self.to_eval = set(eval_steps(self.steps, tcfg["eval_every"]))
-        self.to_save = set(checkpoint_steps(self.steps, tcfg["n_checkpoints"]))
+        self.steps, self.task, self.name = spec.train.steps, spec.task, spec.name
+        self.to_eval = set(eval_steps(self.steps, spec.train.eval_every))
+        self.to_save = set(checkpoint_steps(self.steps, spec.train.n_checkpoints))
         self.rows: list[dict] = []
         self.resume = ResumeState(out_dir, resume_key(spec, mode))
         for path in self.resume.prepare():
@@ -220,7 +217,7 @@ class _SeedRun:
             self.resume.remove()
             raise TrainingDiverged(
                 f"[{self.name}] the training loss was first non-finite at step {bad} "
-                f"(lr={self.spec['train']['lr']}, weight_decay={self.spec['train']['weight_decay']}); "
+                f"(lr={self.spec.train.lr}, weight_decay={self.spec.train.weight_decay}); "
                 "nothing was published. Lower train.lr or check the variant's spec."
             )
 
@@ -264,7 +261,7 @@ class _SeedRun:
             raise TrainingDiverged(
                 f"[{self.name}] the final " + (f"weights {', '.join(bad)} are" if bad else
                                                f"validation loss is {final_val} and is")
-                + f" not finite although every training loss was (lr={self.spec['train']['lr']}); "
+                + f" not finite although every training loss was (lr={self.spec.train.lr}); "
                 "nothing was published. Lower train.lr.")
         self.resume.publish_checkpoints()
         atomic.write_csv(self.out_dir / "train_log.csv", pd.DataFrame(self.rows))
@@ -281,12 +278,11 @@ def first_non_finite(first_bad: torch.Tensor, loss: torch.Tensor, step: int) -> 
     return torch.where((first_bad < 0) & ~torch.isfinite(loss), step, first_bad)
 
 
-def _setup(spec: dict, threads: int, log):
+def _setup(spec: Spec, threads: int, log):
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     torch.set_num_threads(max(1, int(threads)))
-    tcfg = spec["train"]
-    device = resolve_device(spec.get("device", "cpu"))
-    val = validation_set(tcfg["val_size"], task_config(spec), tcfg["val_seed"]).to(device)
+    device = resolve_device(spec.device)
+    val = validation_set(spec.train.val_size, spec.task, spec.train.val_seed).to(device)
     return log, device, val
 
 
@@ -332,7 +328,7 @@ def loss_function(model, compiled: bool, log):
 
 
 @contextlib.contextmanager
-def compile_lock(spec: dict, device: torch.device, log):
+def compile_lock(spec: Spec, device: torch.device, log):
     """Held by the one job that compiles a training step; others with the same step wait.
 
     The step depends on the model config, the batch size, the device and torch, not on
@@ -342,7 +338,7 @@ def compile_lock(spec: dict, device: torch.device, log):
     """
     import fcntl
 
-    key = json.dumps({"model": model_config(spec).to_dict(), "batch": spec["train"]["batch_size"],
+    key = json.dumps({"model": spec.model.to_dict(), "batch": spec.train.batch_size,
                       "device": str(device), "torch": str(torch.__version__)}, sort_keys=True)
     folder = inductor_cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
@@ -361,24 +357,26 @@ def compile_lock(spec: dict, device: torch.device, log):
         log(f"first step, compiling included, took {time.perf_counter() - start:.1f}s")
 
 
-def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
+def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
     """Train the model described by ``spec`` and write its outputs to ``out_dir``.
 
     Writes ``model.pt`` (config, spec and final state), ``train_log.csv`` (one row
     per validation step) and ``checkpoints/step{N:06d}.pt``. Every file appears
     under its final name only once it is complete. Returns the last log row.
     Batches are sampled on the CPU (the same numbers on every device) and moved.
+    ``spec``: a :class:`Spec`, or its JSON document.
     """
+    spec = Spec.of(spec)
     log, device, val = _setup(spec, threads, log)
-    tcfg, task, seed = spec["train"], task_config(spec), int(spec["seed"])
-    model = build_model(model_config(spec), seed).to(device)
+    tcfg, task, seed = spec.train, spec.task, spec.seed
+    model = build_model(spec.model, seed).to(device)
     attention = choose_attention(model, device, log)
-    opt = optimizer(model.parameters(), tcfg)
+    opt = optimizer(model.parameters(), tcfg.lr, tcfg.weight_decay)
     batch_gen = generator(seed, "train-batches")
-    compiled = should_compile(tcfg.get("compile", "auto"), int(tcfg["steps"]), device)
+    compiled = should_compile(tcfg.compile, tcfg.steps, device)
     loss_fn = loss_function(model, compiled, log)
-    log(f"[{spec['variant']} seed {seed}] {model.n_params()} parameters, {tcfg['steps']} steps, "
-        f"batch {tcfg['batch_size']}, device {device}, {torch.get_num_threads()} thread(s), "
+    log(f"[{spec.name}] {model.n_params()} parameters, {tcfg.steps} steps, "
+        f"batch {tcfg.batch_size}, device {device}, {torch.get_num_threads()} thread(s), "
         f"{attention} attention{', compiled' if compiled else ''}")
     run = _SeedRun(spec, out_dir, val, log, mode="single")
     first, elapsed0 = 0, 0.0
@@ -401,7 +399,7 @@ def train(spec: dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
             run.resume.keep_from(step)
         if step == run.steps:
             break
-        tokens = sample_sequences(tcfg["batch_size"], task, batch_gen).to(device)
+        tokens = sample_sequences(tcfg.batch_size, task, batch_gen).to(device)
         with compile_lock(spec, device, log) if compiled and step == first else contextlib.nullcontext():
             train_loss = train_step(loss_fn(tokens), opt)
         first_bad = first_non_finite(first_bad, train_loss, step)
@@ -463,7 +461,7 @@ def per_seed_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return per_token_loss(logits.flatten(0, 1), tokens.flatten(0, 1)).view(k, -1).mean(1)
 
 
-def train_stacked(specs: list[dict], out_dirs: list, threads: int = 1, log=None) -> list[dict]:
+def train_stacked(specs: list, out_dirs: list, threads: int = 1, log=None) -> list[dict]:
     """Train several seeds of one model spec as one stacked model; per-seed outputs as :func:`train`.
 
     Every seed starts from its own initial weights and sees its own batches, as in
@@ -472,13 +470,13 @@ def train_stacked(specs: list[dict], out_dirs: list, threads: int = 1, log=None)
     """
     if len(specs) != len(out_dirs) or not specs:
         raise ValueError(f"{len(specs)} spec(s) for {len(out_dirs)} output folder(s)")
-    strip = lambda s: {k: v for k, v in s.items() if k != "seed"}  # noqa: E731
-    if any(strip(s) != strip(specs[0]) for s in specs):
+    specs = [Spec.of(s) for s in specs]
+    if any(s.without_seed() != specs[0].without_seed() for s in specs):
         raise ValueError("stacked training needs specs that differ only in their seed: "
-                         f"{[s['variant'] for s in specs]}")
+                         f"{[s.variant for s in specs]}")
     log, device, val = _setup(specs[0], threads, log)
-    tcfg, task = specs[0]["train"], task_config(specs[0])
-    seeds = [int(s["seed"]) for s in specs]
+    tcfg, task = specs[0].train, specs[0].task
+    seeds = [s.seed for s in specs]
     mode = f"stacked {seeds}"
     runs = [_SeedRun(spec, out, val, log, mode=mode) for spec, out in zip(specs, out_dirs)]
     # Every member saves its state at the same steps and deletes older ones only after
@@ -486,18 +484,18 @@ def train_stacked(specs: list[dict], out_dirs: list, threads: int = 1, log=None)
     common = sorted(set.intersection(*(set(run.resume.steps()) for run in runs)))
     first = common[-1] if common else 0
     states = [run.restore(first) for run in runs] if common else None
-    members = [build_model(model_config(specs[0]), s) for s in seeds]
+    members = [build_model(specs[0].model, s) for s in seeds]
     for model, state in zip(members, states or []):
         model.load_state_dict(state["model"])
     stack = StackedModels(members).to(device)
-    opt = optimizer(stack.parameters(), tcfg)
+    opt = optimizer(stack.parameters(), tcfg.lr, tcfg.weight_decay)
     gens = [generator(s, "train-batches") for s in seeds]
     if states:
         restore_adam(opt, stack.named_weights(), [st["adam"] for st in states])
         for gen, state in zip(gens, states):
             gen.set_state(state["batch_rng"])
-    log(f"[{specs[0]['variant']} seeds {seeds}] stacked, {tcfg['steps']} steps, batch "
-        f"{tcfg['batch_size']} per seed, device {device}, {torch.get_num_threads()} thread(s)")
+    log(f"[{specs[0].variant} seeds {seeds}] stacked, {tcfg.steps} steps, batch "
+        f"{tcfg.batch_size} per seed, device {device}, {torch.get_num_threads()} thread(s)")
     start = time.perf_counter() - (states[0]["elapsed"] if states else 0.0)
     losses = None
     first_bad = torch.full((len(seeds),), -1, dtype=torch.long, device=device)
@@ -514,19 +512,19 @@ def train_stacked(specs: list[dict], out_dirs: list, threads: int = 1, log=None)
                 run.resume.keep_from(step)
         if step == runs[0].steps:
             break
-        tokens = torch.stack([sample_sequences(tcfg["batch_size"], task, g) for g in gens]).to(device)
+        tokens = torch.stack([sample_sequences(tcfg.batch_size, task, g) for g in gens]).to(device)
         per_seed = per_seed_loss(stack(tokens), tokens)
         train_step(per_seed.sum(), opt)
         losses = per_seed.detach()
         first_bad = first_non_finite(first_bad, losses, step)
     rows = [run.finish(stack.member(i)) for i, run in enumerate(runs)]
-    log(f"[{specs[0]['variant']} seeds {seeds}] done in {time.perf_counter() - start:.1f}s"
+    log(f"[{specs[0].variant} seeds {seeds}] done in {time.perf_counter() - start:.1f}s"
         + (f" (resumed at step {first})" if states else ""))
     return rows
 
 
-def save_model(path, model, spec: dict) -> None:
-    payload = {"spec": spec, "model_config": model.cfg.to_dict(),
+def save_model(path, model, spec: Spec | dict) -> None:
+    payload = {"spec": Spec.of(spec).to_dict(), "model_config": model.cfg.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "torch_version": str(torch.__version__)}
     with atomic.atomic_path(path) as tmp:

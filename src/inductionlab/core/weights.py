@@ -41,10 +41,13 @@ def model_arrays(model) -> dict[str, np.ndarray]:
     return arrays
 
 
-def save_weights(path, model, spec: dict) -> None:
-    """Write ``weights.npz`` for ``model`` trained from ``spec``."""
-    meta = {"variant": spec["variant"], "seed": spec["seed"],
-            "model_config": model.cfg.to_dict(), "spec": spec}
+def save_weights(path, model, spec) -> None:
+    """Write ``weights.npz`` for ``model`` trained from ``spec`` (a Spec or its document)."""
+    from .spec import Spec
+
+    spec = Spec.of(spec)
+    meta = {"variant": spec.variant, "seed": spec.seed,
+            "model_config": model.cfg.to_dict(), "spec": spec.to_dict()}
     with atomic_path(path, suffix=".npz") as tmp:
         np.savez(tmp, meta=np.array(json.dumps(meta)), **model_arrays(model))
 

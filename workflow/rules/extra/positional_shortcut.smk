@@ -49,7 +49,7 @@ rule positional_shortcut_analysis:
         mem_mb=2000,
         runtime=15,
     shell:
-        "inductionlab positional-shortcut {input.model} {input.settings} "
+        "inductionlab positional-shortcut --model {input.model} --settings {input.settings} "
         "--metrics {output.metrics} --offsets {output.offsets} "
         "--completions {output.completions} --positions {output.positions} "
         "--threads {threads} > {log} 2>&1"
@@ -70,8 +70,8 @@ rule positional_shortcut_figures:
         mem_mb=1000,
         runtime=5,
     shell:
-        "inductionlab positional-shortcut-figures {input.offsets} {input.positions} "
-        "{input.settings} --offsets-figure {output.offsets} "
+        "inductionlab positional-shortcut-figures --offsets {input.offsets} "
+        "--positions {input.positions} --settings {input.settings} --offsets-figure {output.offsets} "
         "--positions-figure {output.positions} > {log} 2>&1"
 
 

@@ -1,0 +1,54 @@
+"""Stages of a model itself: its spec and settings files, training, its weights."""
+from __future__ import annotations
+
+from .commands import THREADS, command, flag, integer, path, paths, say, text
+
+
+@command("train", "train one model from its spec.json",
+         spec=path("spec.json written by the workflow"),
+         out_dir=path("folder for model.pt, train_log.csv, checkpoints/"),
+         threads=THREADS)
+def train(spec, out_dir, threads):
+    from ..core.loading import read_spec
+    from ..core.train import train as train_model
+
+    train_model(read_spec(spec), out_dir, threads=threads)
+
+
+@command("train-stacked", "train several seeds of one spec as one stacked model",
+         specs=paths("spec.json files differing only in their seed; each model's outputs go "
+                     "to its spec's folder"),
+         threads=THREADS)
+def train_stacked(specs, threads):
+    from ..core.loading import read_spec
+    from ..core.train import train_stacked as train_models
+
+    train_models([read_spec(p) for p in specs], [p.parent for p in specs], threads=threads)
+
+
+@command("extract-weights", "write weights.npz from model.pt",
+         model=path("a model.pt"), out=path("the weights.npz to write"))
+def extract_weights(model, out):
+    from ..core.loading import load_model
+    from ..core.weights import save_weights
+
+    loaded, spec = load_model(model)
+    save_weights(out, loaded, spec)
+    say(f"wrote {out}")
+
+
+@command("write-json", "write a JSON document given on the command line, atomically (the "
+         "workflow's spec and settings files: a shell command, so no Python job)",
+         out=path("the file to write"), document=text("the JSON text", required=True),
+         indent=integer("spaces of indentation", default=2),
+         sort_keys=flag("keys in sorted order"))
+def write_json(out, document, indent, sort_keys):
+    import json
+
+    from ..atomic import write_text
+
+    try:
+        parsed = json.loads(document)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{out}: the document is not JSON ({err})") from None
+    write_text(out, json.dumps(parsed, indent=indent, sort_keys=sort_keys) + "\n")

@@ -1,0 +1,112 @@
+"""Stages of the report: tables across seeds, claims, figures, the rendered report."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .commands import command, integer, optional_path, path, paths, say, text
+
+
+def model_title(path) -> str:
+    """'variant seed N:' from a results/{variant}/seed{N}/... path, else the file name."""
+    parts = Path(path).parts
+    if len(parts) >= 3 and parts[-2].startswith("seed"):
+        return f"{parts[-3]} {parts[-2].replace('seed', 'seed ')}:"
+    return f"{Path(path).name}:"
+
+
+@command("attention-figures", "attention heatmaps of one model from its attention.npz",
+         attention=path("an attention.npz"), out_dir=path("folder for the figures"),
+         title=text("default: the variant and seed of the attention.npz's folder"))
+def attention_figures(attention, out_dir, title=None):
+    from ..atomic import atomic_dir
+    from ..report.attention_plots import write_attention_figures
+
+    with atomic_dir(out_dir) as tmp:
+        write_attention_figures(attention, tmp, title=title or model_title(attention))
+
+
+@command("circuit-figures", "heatmaps of every head's OV and QK circuit (ov.png, qk.png)",
+         weights=path("a weights.npz"), out_dir=path("folder for ov.png and qk.png"),
+         title=text("default: the variant and seed in weights.npz"))
+def circuit_figures(weights, out_dir, title=None):
+    from ..atomic import atomic_dir
+    from ..report.circuit_plots import write_circuit_figures
+
+    with atomic_dir(out_dir) as tmp:
+        write_circuit_figures(weights, tmp, title=title)
+
+
+@command("dynamics-figures", "loss, head-score and per-position figures of one model over training",
+         dynamics=path("a dynamics.csv"), phase_change=path("its phase_change.csv"),
+         out_dir=path("folder for the figures"),
+         settings=optional_path("dynamics settings JSON (for the task)"),
+         title=text("default: the variant and seed of the dynamics.csv's folder"))
+def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None):
+    from ..atomic import atomic_dir
+    from ..core.loading import read_json
+    from ..report.dynamics_plots import write_dynamics_figures
+
+    task = read_json(settings, "the dynamics settings").get("task") if settings else None
+    with atomic_dir(out_dir) as tmp:
+        write_dynamics_figures(dynamics, phase_change, tmp, title=title or model_title(dynamics),
+                               task=task)
+
+
+@command("figure", "a cross-seed figure of one model",
+         name=text("the figure (inductionlab.report.figures.FIGURES)", required=True),
+         model=text("the model's name", required=True),
+         settings=path("the stage settings JSON (for the task)"), out=path("the PNG to write"),
+         inputs=paths("the figure's inputs, in the order the workflow's figure rule lists them"))
+def figure(name, model, settings, out, inputs):
+    from ..report.figures import write_figure
+
+    write_figure(name, model, settings, out, inputs)
+
+
+@command("positional-shortcut-figures",
+         "positional-shortcut experiment: attention by offset and positional scores",
+         offsets=path("stacked positional_shortcut_offsets.csv"),
+         positions=path("stacked positional_shortcut_positions.csv"),
+         settings=path("the experiment's settings JSON (for the task)"),
+         offsets_figure=path(), positions_figure=path())
+def positional_shortcut_figures(offsets, positions, settings, offsets_figure, positions_figure):
+    from ..report.shortcut_plots import write_figures
+
+    write_figures(offsets, positions, settings, offsets_figure, positions_figure)
+
+
+@command("aggregate", "stack per-model tables; mean, std, min, max across seeds",
+         name=text("table name (selects its key columns)", required=True),
+         long=path("the stacked table to write"), summary=path("the summary table to write"),
+         inputs=paths("the per-model tables"),
+         final_step=integer("the inputs are training logs: each must end at this step", default=0))
+def aggregate(name, long, summary, inputs, final_step=0):
+    from ..report.aggregate import aggregate as stack_tables
+
+    stack_tables(name, inputs, long, summary, final_step=final_step or None)
+
+
+@command("claims", "evaluate the write-up's claims on every seed",
+         claims_yaml=path("the claim set"), claims=path("output: one row per claim and seed"),
+         scorecard=path("output: one row per claim"), tables=paths("aggregated per-seed tables"),
+         roles=optional_path("behaviour settings JSON whose 'roles' hold the head-role rule "
+                             "(default: 2 x chance and chance + 0.2)"),
+         families=optional_path("JSON of further model families: name -> {title, models: "
+                                "role -> model}"),
+         comparison=optional_path("output: every family's outcome of each claim, side by side"))
+def claims(claims_yaml, claims, scorecard, tables, roles=None, families=None, comparison=None):
+    from ..core.loading import read_json
+    from ..report.claims import run_claims
+
+    rule = read_json(roles, "a behaviour settings JSON")["roles"] if roles is not None else None
+    more = read_json(families, "a model families JSON") if families else None
+    run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
+               comparison_csv=comparison)
+
+
+@command("report", "render the report manifest to HTML and PDF",
+         manifest=path(), html=path(), pdf=path())
+def report(manifest, html, pdf):
+    from ..report.render import write_report
+
+    write_report(manifest, html, pdf, log=say)

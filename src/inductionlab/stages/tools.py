@@ -1,0 +1,72 @@
+"""Commands typed by hand: try a model, print its circuits, check a config. No rule runs
+them, so they take their arguments by position, as the README shows them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .commands import Option, command
+
+
+def project_dir() -> Path:
+    """The workflow's folder (where the Snakefile is): the source tree this package is in."""
+    return Path(__file__).resolve().parents[3]
+
+
+@command("complete", "greedy completion of your own prompts",
+         model=Option("a model.pt", positional=True),
+         prompts=Option("letters, e.g. ABCDEFABCDEF", type=str, many=True, positional=True))
+def complete(model, prompts):
+    from ..analysis.behaviour import expected_completion, greedy_complete
+    from ..core.data import check_prompt, decode
+    from ..core.loading import load_model
+
+    loaded, spec = load_model(model)
+    task = spec.task
+    checked = [(p, check_prompt(p, task)) for p in prompts]  # all checked before running
+    for prompt, ids in checked:
+        completion = decode(greedy_complete(loaded, ids[None], task.seq_len)[0, len(prompt):])
+        expected = expected_completion(prompt, task)
+        line = f"{prompt.upper()} -> {completion}"
+        if expected is not None:
+            correct = sum(a == b for a, b in zip(completion, expected))
+            line += f"   (expected {expected}: {correct}/{len(expected)} correct)"
+        else:
+            line += "   (out of distribution: no correct completion)"
+        print(line)
+
+
+@command("circuits", "print the OV / direct-path / composition table of one model",
+         weights=Option("a weights.npz", positional=True))
+def circuits(weights):
+    from ..analysis.circuits import format_circuits_report
+    from ..core.weights import load_weights
+
+    print(format_circuits_report(*load_weights(weights)), end="")
+
+
+@command("check-config", "the workflow's config check of config.yaml here and FILEs over it, "
+         "as `snakemake --configfile FILE...` would run it",
+         files=Option("config files applied in turn over ./config.yaml (if any)", many=True,
+                      required=False, positional=True),
+         workflow=Option("the workflow's folder (default: the source tree of this package)",
+                         required=False))
+def check_config(files, workflow=None):
+    from ..config import ConfigError, check_workflow_config, overlay, read_yaml
+
+    workflow_dir = workflow or project_dir()
+    if not (workflow_dir / "Snakefile").is_file():
+        raise ConfigError(f"{workflow_dir}: no Snakefile there; give the workflow's folder with --workflow")
+    # As `snakemake --configfile FILE...` here: the Snakefile's config.yaml (read from the
+    # working directory, when there is one), then each FILE over it in turn.
+    given = list(files or [])
+    found = ([Path("config.yaml")] if Path("config.yaml").is_file() else []) + given
+    if not found:
+        raise ConfigError("no config.yaml here and no FILE given")
+    config = {}
+    for p in found:
+        overlay(config, read_yaml(p))
+    extras = check_workflow_config(config, workflow_dir)
+    n = len(config["variants"]) * len(config["seeds"])
+    names = ", ".join(str(f) for f in given) or "config.yaml"
+    print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "
+          f"= {n} model(s); extra rules: {', '.join(Path(e).stem for e in extras) or 'none'}")

@@ -1,0 +1,88 @@
+"""The command line: every command declared once, and every rule's shell line passing each
+path by its option's name."""
+import ast
+import re
+
+import pytest
+
+from conftest import ROOT
+from inductionlab.cli import main
+from inductionlab.stages.commands import BY_HAND, COMMANDS, Option, command
+from inductionlab.stages.registry import build_parser
+
+RULE_FILES = sorted((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]
+
+
+def shell_lines(path) -> list[str]:
+    """Each ``shell:`` command of a rule file: its string literals joined."""
+    lines, found = path.read_text().splitlines(), []
+    for i, line in enumerate(lines):
+        if line.strip() != "shell:":
+            continue
+        parts = []
+        for nxt in lines[i + 1:]:
+            if not nxt.strip().startswith('"'):
+                break
+            parts.append(ast.literal_eval(nxt.strip()))
+        found.append("".join(parts))
+    return found
+
+
+def inductionlab_calls() -> list[tuple[str, str]]:
+    return [(path.name, line) for path in RULE_FILES for line in shell_lines(path)
+            if line.startswith("inductionlab ")]
+
+
+def test_the_rules_call_inductionlab():
+    names = {line.split()[1] for _, line in inductionlab_calls()}
+    assert {"train", "behaviour", "ablations", "dynamics", "report", "write-json"} <= names
+
+
+@pytest.mark.parametrize("where,line", inductionlab_calls())
+def test_a_rule_names_every_argument_it_passes(where, line):
+    words = line.replace("2>&1", "").split(">")[0].split()
+    name, rest = words[1], words[2:]
+    assert name in COMMANDS and name not in BY_HAND, (where, line)
+    options = {f"--{o.replace('_', '-')}": o for o in COMMANDS[name].options}
+    given = set()
+    previous = None
+    for word in rest:
+        if word.startswith("--"):
+            assert word in options, f"{where}: {name} has no option {word}"
+            given.add(options[word])
+        elif word.startswith("{params."):
+            continue  # expands to options, e.g. "--final-step N" (or nothing)
+        else:
+            assert previous is not None, f"{where}: {word} is passed without an option's name"
+        previous = None if COMMANDS[name].options.get(options.get(word, ""), Option()).flag else word
+    required = {o for o, opt in COMMANDS[name].options.items() if opt.required}
+    assert required <= given, f"{where}: {name} is not given {sorted(required - given)}"
+
+
+def test_no_command_but_those_typed_by_hand_takes_a_positional_argument():
+    for name, cmd in COMMANDS.items():
+        positional = [o for o, opt in cmd.options.items() if opt.positional]
+        assert not positional or name in BY_HAND, name
+    with pytest.raises(ValueError, match="typed by hand"):
+        command("made-up", "x", model=Option(positional=True))(lambda model: None)
+    with pytest.raises(ValueError, match="declared twice"):
+        command("train", "again")(lambda: None)
+    assert "made-up" not in COMMANDS
+
+
+def test_options_are_named_and_their_order_is_free(tmp_path, capsys):
+    out = tmp_path / "doc.json"
+    document = '{"b": 1, "a": [2]}'
+    assert main(["write-json", "--sort-keys", "--document", document, "--out", str(out),
+                 "--indent", "0"]) == 0
+    assert out.read_text() == '{\n"a": [\n2\n],\n"b": 1\n}\n'
+    with pytest.raises(SystemExit):
+        main(["write-json", str(out), document])  # positional: refused by the parser
+    assert "--out" in capsys.readouterr().err
+
+
+def test_every_command_says_what_it_does():
+    text = build_parser().format_help()
+    for name, cmd in COMMANDS.items():
+        assert name in text and cmd.help
+        assert not re.search(r"\s$", cmd.help)
