@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import tiny_spec
+from inductionlab.core.spec import Spec
 from inductionlab.core.train import compile_lock
 from inductionlab.workflow_checks import usable_cores
 
@@ -61,7 +62,7 @@ def test_one_job_compiles_a_step_while_the_others_wait(tmp_path, monkeypatch):
     import torch
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    spec, other_seed = tiny_spec(seed=0), tiny_spec(seed=3)
+    spec, other_seed = Spec.from_dict(tiny_spec(seed=0)), Spec.from_dict(tiny_spec(seed=3))
     order, logs = [], []
 
     def second_job():
@@ -76,7 +77,7 @@ def test_one_job_compiles_a_step_while_the_others_wait(tmp_path, monkeypatch):
     waiter.join(10)
     assert order == ["first done", "second in"]  # the same step for another seed waited
     assert "waiting for another job that compiles the same training step" in logs
-    different = tiny_spec(seed=0, n_layers=1)
+    different = Spec.from_dict(tiny_spec(seed=0, n_layers=1))
     with compile_lock(spec, torch.device("cpu"), logs.append):
         with compile_lock(different, torch.device("cpu"), logs.append):  # another step: no wait
             pass
