@@ -432,3 +432,21 @@ def test_an_extra_rule_file_found_nowhere_is_a_config_error(tmp_path):
     assert proc.returncode != 0
     output = proc.stdout + proc.stderr
     assert "extra_rules.0: 'workflow/rules/extra/no_such_experiment.smk' is not a file" in output
+
+
+@pytest.mark.parametrize("seed_figures", ["first", "every"])
+def test_per_seed_figure_folders_beyond_the_first_seed_only_when_asked(tmp_path, seed_figures):
+    from conftest import snakemake_command
+
+    config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
+    config["seeds"] = [0, 1]
+    config["report"] = {"seed_figures": seed_figures}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    dry = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    out = dry.stdout + dry.stderr
+    for stage in ("attention", "dynamics", "circuits"):
+        # the report shows the first seed's folder of the config's variants
+        assert f"results/two_layer/seed0/figures/{stage}" in out
+        assert (f"results/two_layer/seed1/figures/{stage}" in out) == (seed_figures == "every")

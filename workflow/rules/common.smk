@@ -70,13 +70,21 @@ def all_weights():
 
 
 def circuit_outputs():
-    return per_model("circuits.csv") + per_model("composition.csv") + per_model("eigenvalues.npz")
+    return (per_model("circuits.csv") + per_model("composition.csv") + per_model("eigenvalues.npz")
+            + seed_figures("figures/circuits"))
+
+
+def seed_figures(name):
+    """A per-seed figure folder of every seed of every model when report.seed_figures is
+    "every"; otherwise none beyond the first seed's that the report shows (any other
+    folder builds on request: snakemake results/two_layer/seed3/figures/attention)."""
+    return per_model(name) if config["report"]["seed_figures"] == "every" else []
 
 
 def behaviour_outputs():
     files = ["completions.csv", "failure_modes.csv", "attention.npz", "head_scores.csv",
-             "behaviour.csv", "figures/attention"]
-    return [path for name in files for path in per_model(name)]
+             "behaviour.csv"]
+    return [path for name in files for path in per_model(name)] + seed_figures("figures/attention")
 
 
 def ablation_outputs():
@@ -84,8 +92,8 @@ def ablation_outputs():
 
 
 def dynamics_outputs():
-    files = ["dynamics.csv", "per_token_losses.npz", "phase_change.csv", "figures/dynamics"]
-    return [path for name in files for path in per_model(name)] + [
+    files = ["dynamics.csv", "per_token_losses.npz", "phase_change.csv"]
+    return [path for name in files for path in per_model(name)] + seed_figures("figures/dynamics") + [
         aggregated_table("phase_change"),
         f"{RESULTS}/tables/per_token_loss_pca.csv",
         f"{RESULTS}/figures/per_token_loss_pca.png",
