@@ -3,10 +3,10 @@ import torch
 
 from handbuilt import FixedPatternCopyModel, ShiftCopyModel, every_copy_pattern
 from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, copying_score,
-                                    first_block_score, head_score_table, induction_score,
-                                    local_score, nearest_copy_masks, nearest_copy_score,
-                                    offset_profile, prefix_match_mask, previous_token_score,
-                                    uniform_pattern)
+                                    first_block_score, head_score_table, induction_masks,
+                                    induction_score, local_score, nearest_copy_masks,
+                                    nearest_copy_score, offset_profile, prefix_match_mask,
+                                    prefix_matching_masks, previous_token_score, uniform_pattern)
 from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.roles import head_roles, role_threshold
@@ -157,3 +157,20 @@ def test_copying_score_equals_its_definition_on_random_heads():
     z = (logits - logits.mean(-1, keepdim=True)) / logits.std(-1, keepdim=True)
     expected = (pattern * z.gather(-1, tokens[:, None, None, :].expand(B, H, T, T))).sum(-1).mean((0, 2))
     assert torch.allclose(copying_score(pattern, head_out, W_U, tokens), expected, atol=1e-5)
+
+
+def test_attention_mass_with_shared_masks_equals_the_mean_of_each_sequence_s_mass():
+    # shared masks take the mean over sequences first; per-sequence masks cannot
+    gen = torch.Generator().manual_seed(3)
+    pattern = torch.softmax(torch.randn(5, 2, 12, 12, generator=gen), dim=-1)
+    keys, queries = induction_masks(12, 3)
+    per_sequence = torch.stack([
+        torch.stack([(pattern[b, h] * keys)[queries].sum(-1).mean() for h in range(2)])
+        for b in range(5)]).mean(0)
+    assert torch.allclose(attention_mass(pattern, keys, queries), per_sequence, atol=1e-6)
+    tokens = torch.randint(0, 4, (5, 12), generator=gen)
+    pkeys, pqueries = prefix_matching_masks(tokens)
+    expected = torch.stack([
+        torch.cat([(pattern[b, h] * pkeys[b])[pqueries[b]].sum(-1) for b in range(5)]).mean()
+        for h in range(2)])
+    assert torch.allclose(attention_mass(pattern, pkeys, pqueries), expected, atol=1e-6)

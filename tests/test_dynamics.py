@@ -389,3 +389,30 @@ def test_pca_sign_follows_the_loss_level():
     scores, ratio, _ = pca(X, 2)
     assert scores[0, 0] > scores[-1, 0] and ratio[0] == pytest.approx(1.0)
     assert ratio[1] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_checkpoints_are_scored_on_a_prefix_of_the_behaviour_sample(staged, tmp_path):
+    from inductionlab.analysis.attention import head_score_table
+    from inductionlab.analysis.behaviour import evaluation_samples
+
+    root, folder, spec = staged
+    settings = tmp_path / "dynamics.json"
+    settings.write_text(json.dumps({**DYNAMICS, "n_sequences": 16, "task": spec["task"]}))
+    out = tmp_path / "dynamics.csv"
+    write_dynamics(folder / "model.pt", folder / "checkpoints", root / "behaviour.json",
+                   settings, out, tmp_path / "losses.npz", tmp_path / "phase.csv")
+    final = _final(tmp_path)
+    model, model_spec = load_model(folder / "model.pt")
+    tokens, distinct = evaluation_samples(model_spec.task, 48, 11)  # _behaviour_settings
+    expected, _ = head_score_table(model, tokens[:16], distinct[:16], 6, 3)
+    for metric in ("induction", "prefix_matching", "copying"):
+        ours = final[final["metric"] == metric].sort_values(["layer", "head"])["value"].to_numpy()
+        assert (ours == expected.sort_values(["layer", "head"])[metric].to_numpy()).all(), metric
+    whole = _final(folder)
+    assert not np.array_equal(final[final["metric"] == "induction"]["value"].to_numpy(),
+                              whole[whole["metric"] == "induction"]["value"].to_numpy())
+    # more than the behaviour sample holds: the whole sample, as without the setting
+    settings.write_text(json.dumps({**DYNAMICS, "n_sequences": 4096, "task": spec["task"]}))
+    write_dynamics(folder / "model.pt", folder / "checkpoints", root / "behaviour.json",
+                   settings, out, tmp_path / "losses.npz", tmp_path / "phase.csv")
+    assert pd.read_csv(out).equals(pd.read_csv(folder / "dynamics.csv"))

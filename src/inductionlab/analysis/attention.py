@@ -63,6 +63,10 @@ def attention_mass(pattern: torch.Tensor, keys: torch.Tensor, queries: torch.Ten
     """
     if pattern.dim() == 3:
         pattern = pattern[None]
+    if keys.dim() == 2 and queries.dim() == 1:
+        # the same masks for every sequence: the mean over sequences first (the score is
+        # linear in the pattern), so the masks meet one [H, T, T] pattern, not B of them
+        pattern = pattern.mean(0, keepdim=True)
     if keys.dim() == 2:
         keys = keys[None]
     if queries.dim() == 1:
@@ -244,18 +248,19 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
     _, distinct = model.run_with_cache(distinct_tokens, intervention, head_out=False)
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
+        mean = mean_pattern(pattern)  # every score but prefix matching has fixed masks
         scores = {}
         for name in ATTENTION_SCORES:
             on_distinct = name == "prefix_matching"
             scores[name], scores[f"{name}_chance"] = attention_score(
-                distinct.pattern[l] if on_distinct else pattern, name, block_len, local_window,
+                distinct.pattern[l] if on_distinct else mean, name, block_len, local_window,
                 distinct_tokens if on_distinct else None)
         if copying:
             scores["copying"] = copying_score(pattern, cache.head_out[l], model.W_U, tokens)
         for h in range(pattern.shape[1]):
             rows.append({"layer": l, "head": h,
                          **{k: v if isinstance(v, float) else v[h].item() for k, v in scores.items()}})
-        means.append(mean_pattern(pattern))
+        means.append(mean)
     if return_logits:
         return pd.DataFrame(rows), means, logits
     return pd.DataFrame(rows), means

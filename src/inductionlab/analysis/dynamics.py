@@ -3,10 +3,11 @@
 See SCIENCE.md, "Training dynamics". Nothing is re-implemented here: each checkpoint
 is scored by the functions the other stages call on the final model —
 :func:`behaviour.model_summary` (losses, accuracy, ICL
-score), :func:`attention.head_score_table` on :func:`behaviour.evaluation_samples`
-(head scores) and :func:`circuits.circuit_table` on :func:`weights.model_arrays`
-(eigenvalue positivities). The final checkpoint holds the weights of ``model.pt``, so
-its rows equal what the circuits and behaviour stages report for the final model.
+score), :func:`attention.head_score_table` on the first ``n_sequences`` of
+:func:`behaviour.evaluation_samples` (head scores) and :func:`circuits.circuit_table` on
+:func:`weights.model_arrays` (eigenvalue positivities). The final checkpoint holds the
+weights of ``model.pt``, so its circuit rows equal the circuits stage's, and with
+``n_sequences`` the whole behaviour sample its other rows equal the behaviour stage's.
 
 ``dynamics.csv`` is tidy, one row per (step, metric, layer, head, position):
 
@@ -19,7 +20,7 @@ its rows equal what the circuits and behaviour stages report for the final model
 
 Metrics (names as in the tables of the stage that computes them for the final model):
 
-    loss_all, loss_pred, acc_pred, icl_score, loss_pos   behaviour.csv (behaviour sample)
+    loss_all, loss_pred, acc_pred, icl_score, loss_pos   behaviour.csv (behaviour sample prefix)
     induction, nearest_copy, first_block, previous_token, local, prefix_matching, copying
         head_scores.csv, per head
     induction_chance, nearest_copy_chance, ..., prefix_matching_chance
@@ -254,7 +255,10 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
         raise ValueError(f"{checkpoints_dir}: last checkpoint is step {files[-1][0]}, "
                          f"but the model was trained for {final} steps")
     eval_seed = behaviour_settings["eval_seed"]
+    n = min(dynamics_settings.get("n_sequences", behaviour_settings["n_sequences"]),
+            behaviour_settings["n_sequences"])
     tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
+    tokens, distinct = tokens[:n], distinct[:n]  # a prefix: the behaviour stage's sequences
     per_token = loss_tokens(task, dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
