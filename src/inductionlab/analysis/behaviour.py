@@ -35,9 +35,18 @@ def expected_completion(prompt: str, task: TaskConfig) -> str | None:
 def greedy_complete(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
     """Greedy decoding of equal-length prompts [B, P] to ``length`` tokens: [B, length].
 
-    Each step runs the sequence so far: the model is causal, so the last position's
-    prediction is all that a longer run would add.
+    A plain model decodes one position a step with its keys and values kept
+    (:func:`~inductionlab.core.decoding.greedy_decode`). Any other (an ablated model, a
+    hand-built one with its own pass) runs the sequence so far at each step: the model is
+    causal, so the last position's prediction is all that a longer run would add.
     """
+    from ..core.decoding import greedy_decode
+    from ..core.model import AttentionOnlyTransformer
+
+    if (isinstance(model, AttentionOnlyTransformer)
+            and type(model)._run is AttentionOnlyTransformer._run
+            and type(model).forward is AttentionOnlyTransformer.forward):
+        return greedy_decode(model, prompts, length)
     B, P = prompts.shape
     seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
     seq[:, :P] = prompts

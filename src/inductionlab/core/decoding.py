@@ -1,0 +1,57 @@
+"""Greedy decoding one position at a time, each layer's keys and values kept.
+
+A causal model's activations at earlier positions do not change when a token is
+appended, so a step needs only the new position: its query, key and value in every
+layer, its attention over the kept keys and values, its residual stream and logits.
+:func:`greedy_decode` is the forward pass of :class:`~inductionlab.core.model.AttentionOnlyTransformer`
+(positions added to queries and keys after projection, smeared keys mixed with the
+previous position's raw key) done position by position: the same numbers to float32
+rounding, at a fraction of the cost of running the whole sequence for every letter.
+It knows no interventions; a model under one is decoded by running the whole sequence.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+@torch.no_grad()
+def greedy_decode(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
+    """Greedy continuation of equal-length prompts [B, P] to ``length`` tokens: [B, length]."""
+    cfg = model.cfg
+    B, P = prompts.shape
+    if not 1 <= P <= length <= cfg.seq_len:
+        raise ValueError(f"prompt length {P} and total length {length} must satisfy "
+                         f"1 <= {P} <= {length} <= seq_len = {cfg.seq_len}")
+    L, H, d = cfg.n_layers, cfg.n_heads, cfg.d_head
+    seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
+    seq[:, :P] = prompts
+    keys = torch.zeros(L, B, H, length, d, device=prompts.device)
+    values = torch.zeros_like(keys)
+    raw_prev = [None] * L  # each layer's unsmeared key at the previous position
+    scale = 1.0 / math.sqrt(d)
+    # per layer: [D, 3 H d] of queries, keys and values; [H d, D] of the output
+    qkv = [torch.cat([model.W_Q[l], model.W_K[l], model.W_V[l]]).permute(1, 0, 2).reshape(
+        cfg.d_model, 3 * H * d) for l in range(L)]
+    out = [model.W_O[l].reshape(H * d, cfg.d_model) for l in range(L)]
+    smear = {l: torch.sigmoid(model.smear_alpha[str(l)]) for l in cfg.smear_layers}  # [H, T-1 or 1]
+    for t in range(length - 1):
+        x = model.W_E[seq[:, t]]  # [B, D]
+        pos = model.pos[t]
+        for l in range(L):
+            q, k, v = (x @ qkv[l]).view(B, 3, H, d).unbind(1)
+            if l in smear and t >= 1:
+                s = smear[l][:, min(t - 1, smear[l].shape[1] - 1), None]  # [H, 1]
+                k_mixed = s * k + (1 - s) * raw_prev[l]
+            else:
+                k_mixed = k
+            raw_prev[l] = k
+            keys[l, :, :, t] = k_mixed + pos
+            values[l, :, :, t] = v
+            scores = torch.einsum("bhd,bhjd->bhj", q + pos, keys[l, :, :, :t + 1]) * scale
+            z = torch.einsum("bhj,bhjd->bhd", torch.softmax(scores, dim=-1), values[l, :, :, :t + 1])
+            x = x + z.reshape(B, H * d) @ out[l]
+        if t + 1 >= P:
+            seq[:, t + 1] = (x @ model.W_U).argmax(-1)
+    return seq
