@@ -47,6 +47,8 @@ rule aggregate:
         checks=lambda w: f"--final-step {config['train']['steps']}" if w.table == "train_log" else "",
     log:
         "logs/aggregate/{table}.log",
+    benchmark:
+        "results/benchmarks/aggregate/{table}.tsv"
     shell:
         "inductionlab aggregate --name {wildcards.table} --long {output.long} "
         "--summary {output.summary} --inputs {input.tables} {params.checks} > {log} 2>&1"
@@ -59,6 +61,8 @@ rule model_families:
         families=json.dumps(FAMILIES, sort_keys=True),
     log:
         "logs/model_families.log",
+    benchmark:
+        "results/benchmarks/model_families.tsv"
     shell:
         "inductionlab write-json --out {output.families:q} --document {params.families:q} "
         "--indent 1 > {log} 2>&1"
@@ -76,6 +80,8 @@ rule claims:
         comparison=f"{RESULTS}/tables/family_comparison.csv",
     log:
         "logs/claims.log",
+    benchmark:
+        "results/benchmarks/claims.tsv"
     shell:
         "inductionlab claims --claims-yaml {input.claims} --claims {output.claims} "
         "--scorecard {output.scorecard} --tables {input.tables} --roles {input.roles} --families {input.families} --comparison {output.comparison} "
@@ -93,6 +99,8 @@ rule figure:
         figure="|".join(FIGURE_INPUTS),
     log:
         "logs/figure/{model}/{figure}.log",
+    benchmark:
+        "results/benchmarks/figure/{model}/{figure}.tsv"
     shell:
         "inductionlab figure --name {wildcards.figure} --model {wildcards.model} "
         "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"

@@ -14,6 +14,8 @@ rule stage_settings:
         settings=stage_settings_json,
     log:
         "logs/stage_settings/{stage}.log",
+    benchmark:
+        "results/benchmarks/stage_settings/{stage}.tsv"
     shell:
         "inductionlab write-json --out {output.settings:q} --document {params.settings:q} "
         "> {log} 2>&1"

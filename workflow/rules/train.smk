@@ -18,6 +18,8 @@ rule model_spec:
         spec=model_spec_json,
     log:
         "logs/model_spec/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/model_spec/{model}/seed{seed}.tsv"
     shell:
         "inductionlab write-json --out {output.spec:q} --document {params.spec:q} --sort-keys "
         "> {log} 2>&1"

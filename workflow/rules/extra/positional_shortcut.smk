@@ -65,6 +65,8 @@ rule positional_shortcut_figures:
         positions=f"{PS_DIR}/figures/positional_scores.png",
     log:
         "logs/positional_shortcut/figures.log",
+    benchmark:
+        "results/benchmarks/positional_shortcut/figures.tsv"
     threads: 1
     resources:
         mem_mb=1000,

@@ -1,0 +1,67 @@
+"""What each stage of a finished run cost, from the benchmark file every rule writes.
+
+    python benchmarks/stage_costs.py [RUN_DIR]      (default: the current directory)
+
+Reads ``RUN_DIR/results/benchmarks/**.tsv`` (Snakemake's ``benchmark:`` files: wall seconds
+``s`` and ``cpu_time`` of each job) and prints
+
+- per rule and model: the mean wall seconds of one job, CPU seconds in brackets;
+- per rule: jobs, total wall and CPU seconds;
+- the job-seconds of training against everything else (analyses, figures, tables, the
+  report): the share the analyses and the report take of the run's job time.
+
+A job's wall time is the time its command ran, imports included; the scheduler's own
+time between jobs is in no file. Asserts nothing.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+
+def job_table(run_dir: Path) -> pd.DataFrame:
+    """One row per benchmark file: rule, model ('-' for a study-wide job), s, cpu."""
+    root = run_dir / "results" / "benchmarks"
+    rows = []
+    for path in sorted(root.rglob("*.tsv")):
+        parts = path.relative_to(root).with_suffix("").parts
+        # rule/model/seedN, rule/model/seedsA-B (stacked), rule/name, name; an
+        # experiment's rules nest one level deeper (experiment/rule/model/seedN)
+        if len(parts) >= 3 and (parts[-1].startswith("seed")):
+            rule, model = "/".join(parts[:-2]), parts[-2]
+        elif len(parts) >= 2 and parts[0] == "figure":
+            rule, model = "figure", parts[1]
+        else:
+            rule, model = "/".join(parts[:-1]) or parts[0], "-"
+        frame = pd.read_csv(path, sep="\t")
+        rows.append({"rule": rule, "model": model, "s": float(frame["s"].iloc[-1]),
+                     "cpu": float(frame["cpu_time"].iloc[-1])})
+    if not rows:
+        raise SystemExit(f"{root}: no benchmark files (has the workflow run here?)")
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str]) -> None:
+    run_dir = Path(argv[0] if argv else ".")
+    jobs = job_table(run_dir)
+    per_model = jobs.groupby(["rule", "model"]).agg(s=("s", "mean"), cpu=("cpu", "mean"))
+    cells = per_model.apply(lambda r: f"{r.s:.1f} ({r.cpu:.1f})", axis=1).unstack("model")
+    pd.set_option("display.width", 250)
+    print("mean wall (CPU) seconds of one job, per rule and model\n")
+    print(cells.fillna("").to_string())
+    totals = jobs.groupby("rule").agg(jobs=("s", "size"), wall_s=("s", "sum"), cpu_s=("cpu", "sum"))
+    print("\nper rule\n")
+    print(totals.round(1).sort_values("wall_s", ascending=False).to_string())
+    train = jobs["rule"] == "train"
+    total = jobs["s"].sum()
+    print(f"\njobs {len(jobs)}: {total:,.0f} job-seconds wall, {jobs['cpu'].sum():,.0f} CPU")
+    print(f"training {jobs.loc[train, 's'].sum():,.0f} s ({jobs.loc[train, 's'].sum() / total:.1%}); "
+          f"analyses, figures, tables and report {jobs.loc[~train, 's'].sum():,.0f} s "
+          f"({jobs.loc[~train, 's'].sum() / total:.1%}; CPU "
+          f"{jobs.loc[~train, 'cpu'].sum() / jobs['cpu'].sum():.1%})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
