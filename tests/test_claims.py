@@ -425,10 +425,10 @@ def test_chance_excess_ratio():
 
 @pytest.mark.parametrize("value, compare, threshold, text", [
     (0.2996, ">=", 0.3, "0.2996"),
-    (-0.99976, "<=", -1.0, "-0.9998"),  # "-1" would satisfy "<= -1"
+    (-0.99976, "<=", -1.0, "−0.9998"),  # "−1" would satisfy "<= -1"; a true minus sign
     (0.1234, ">=", 0.3, "0.123"),
     (2.0, "==", 2, "2"),
-    (-0.99982, "<=", -0.9, "-1.00"),  # three significant digits shown, never "-1"
+    (-0.99982, "<=", -0.9, "−1.00"),  # three significant digits shown, never "−1"
     (123.4, ">=", 0.1, "123"),
     (math.inf, "<=", 0.69, "∞"),
 ])
@@ -654,3 +654,23 @@ def test_every_quote_is_verbatim_in_the_write_up():
     quoted = [c for c in claims if c["source"] == "write-up"]
     assert len(quoted) >= 20
     assert [c["id"] for c in quoted if " ".join(c["quote"].split()) not in text] == []
+
+
+def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_none():
+    from inductionlab.report.claims import family_comparison
+
+    def row(family, holds, measured, value_range):
+        return {"family": family, "role": "one_layer_smeared", "claim": "local", "group": "g",
+                "measure": "m", "test": "≥ 0.5", "holds": holds, "measured": measured,
+                "seeds": 5, "range": value_range}
+
+    card = pd.DataFrame([row("write_up", 5, 5, "0.6 to 0.9"), row("fam", 0, 3, "−0.336 to 0.1")])
+    cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
+    assert cells["W"] == "replicates in every seed (holds in 5 of 5 seeds; 0.6 to 0.9)"
+    # measured in 3 seeds, holds in none: the other 2 give it no support
+    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds, 2 not measured; −0.336 to 0.1)"
+    assert cells["differs"]
+    card = pd.DataFrame([row("write_up", 2, 2, "0.6"), row("fam", 0, 0, "")])
+    cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
+    assert cells["W"] == "depends on the seed (holds in 2 of 5 seeds, 3 not measured; 0.6)"
+    assert cells["F"] == "could not be measured (not measured in 5 of 5 seeds)"

@@ -19,10 +19,12 @@ def card_row(claim, holds, measured, seeds=5, **kw):
 def test_outcomes_and_tally():
     card = pd.DataFrame([card_row("a", 5, 5), card_row("b", 2, 5), card_row("c", 0, 5),
                          card_row("d", 0, 0, reason="no head has the induction role"),
-                         card_row("e", 0, 3)])  # measured in 3, holds in none: seed-dependent
+                         card_row("e", 0, 3),  # measured in 3, holds in none: not replicated
+                         card_row("f", 2, 2)])  # holds wherever measured, in 2 of 5: seed-dependent
     assert [C.outcome(r) for _, r in card.iterrows()] == [
-        C.ROBUST, C.SEED_DEPENDENT, C.NOT_REPLICATED, C.NOT_MEASURED_ANY, C.SEED_DEPENDENT]
-    assert S.tally(card) == {C.ROBUST: 1, C.SEED_DEPENDENT: 2, C.NOT_REPLICATED: 1,
+        C.ROBUST, C.SEED_DEPENDENT, C.NOT_REPLICATED, C.NOT_MEASURED_ANY, C.NOT_REPLICATED,
+        C.SEED_DEPENDENT]
+    assert S.tally(card) == {C.ROBUST: 1, C.SEED_DEPENDENT: 2, C.NOT_REPLICATED: 2,
                              C.NOT_MEASURED_ANY: 1}
     assert S.evidence(card.iloc[3]) == "no head has the induction role"
     assert S.evidence(card.iloc[0]) == "0.6 to 0.9 (test ≥ 0.5); holds in 5 of 5 seeds"

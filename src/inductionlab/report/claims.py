@@ -364,12 +364,17 @@ def format_value(value: float, compare: str | None = None, threshold: float | No
         if "e" in text:
             text = f"{value:.{digits}g}"
         if compare is None or threshold is None:
-            return text
+            return _minus(text)
         shown = float(text)
         same_side = COMPARISONS[compare](shown, threshold) == COMPARISONS[compare](value, threshold)
         if same_side and (shown != threshold or value == threshold):
-            return text
-    return repr(value)
+            return _minus(text)
+    return _minus(repr(value))
+
+
+def _minus(text: str) -> str:
+    """A printed number with the true minus sign the report's tables use (−0.336)."""
+    return text.replace("-", "−")
 
 
 def test_text(claim: dict, rules: dict) -> str:
@@ -450,7 +455,7 @@ def _chance_text(values) -> str:
     if not values:
         return ""
     lo, hi = min(values), max(values)
-    return f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}"
+    return _minus(f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}")
 
 
 def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = None,
@@ -532,14 +537,15 @@ OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED_ANY)
 
 
 def outcome(row) -> str:
-    """One scorecard row's outcome: robust (holds in every seed), seed-dependent, not
-    replicated (measured in every seed, holds in none) or not measured (in any seed)."""
+    """One scorecard row's outcome: robust (holds in every seed), seed-dependent (holds in
+    some), not replicated (measured in some seed, holds in none: the seeds where it cannot
+    be measured give it no support either) or not measured (in any seed)."""
     holds, measured, seeds = int(row["holds"]), int(row["measured"]), int(row["seeds"])
     if measured == 0:
         return NOT_MEASURED_ANY
     if holds == seeds:
         return ROBUST
-    if holds == 0 and measured == seeds:
+    if holds == 0:
         return NOT_REPLICATED
     return SEED_DEPENDENT
 
@@ -562,8 +568,10 @@ def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFr
                 continue
             r = r.iloc[0]
             kinds.add(outcome(r))
-            measured = f"holds in {int(r['holds'])} of {int(r['seeds'])} seeds"
-            row[title] = f"{outcome(r)} ({measured}" + (f"; {r['range']})" if r["range"] else ")")
+            h, m, n = int(r["holds"]), int(r["measured"]), int(r["seeds"])
+            seeds = (f"not measured in {n} of {n} seeds" if m == 0 else f"holds in {h} of {n} seeds"
+                     + (f", {n - m} not measured" if m < n else ""))
+            row[title] = f"{outcome(r)} ({seeds}" + (f"; {r['range']})" if r["range"] else ")")
         row["differs"] = len(kinds) > 1
         rows.append(row)
     return pd.DataFrame(rows)
