@@ -674,3 +674,12 @@ def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_n
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
     assert cells["W"] == "depends on the seed (holds in 2 of 5 seeds, 3 not measured; 0.6)"
     assert cells["F"] == "could not be measured (not measured in 5 of 5 seeds)"
+
+
+def test_a_negative_threshold_reads_with_a_true_minus_sign():
+    from inductionlab.report.claims import DEFAULT_ROLE_RULES, test_text
+
+    negative = claim(LOSS, "<=", -0.9)
+    assert test_text(negative, DEFAULT_ROLE_RULES) == "≤ −0.9"
+    negative["also"] = [{"label": "and", "compare": ">", "threshold": -2.5}]
+    assert test_text(negative, DEFAULT_ROLE_RULES).endswith("> −2.5")

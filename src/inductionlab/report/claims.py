@@ -384,9 +384,10 @@ def test_text(claim: dict, rules: dict) -> str:
         text = (f"{symbol} role threshold: max({rules['times_chance']:g} × chance, "
                 f"chance + {rules['above_chance']:g})")
     else:
-        text = f"{symbol} {claim['threshold']:g}"
+        text = f"{symbol} {_minus(format(claim['threshold'], 'g'))}"
     for extra in claim.get("also", []):
-        text += f"; and {extra.get('label', 'also')} {SYMBOLS[extra['compare']]} {extra['threshold']:g}"
+        text += (f"; and {extra.get('label', 'also')} {SYMBOLS[extra['compare']]} "
+                 f"{_minus(format(extra['threshold'], 'g'))}")
     return text
 
 
@@ -439,7 +440,8 @@ def evaluate_claim(claim: dict, tables: dict, seed: int,
             continue
         ok = COMPARISONS[extra["compare"]](v, extra["threshold"])
         notes.append(f"{label} {format_value(v, extra['compare'], extra['threshold'])}"
-                     + ("" if ok else f" (needs {SYMBOLS[extra['compare']]} {extra['threshold']:g})"))
+                     + ("" if ok else f" (needs {SYMBOLS[extra['compare']]} "
+                                  f"{_minus(format(extra['threshold'], 'g'))})"))
         holds = holds and ok
     return result(value, HOLDS if holds else FAILS, "; ".join(notes), threshold)
 
