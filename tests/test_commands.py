@@ -86,3 +86,17 @@ def test_every_command_says_what_it_does():
     for name, cmd in COMMANDS.items():
         assert name in text and cmd.help
         assert not re.search(r"\s$", cmd.help)
+
+
+def rule_blocks(path) -> list[str]:
+    """The text of each rule of a rule file, from its ``rule`` line to the next one."""
+    text = path.read_text()
+    starts = [m.start() for m in re.finditer(r"^\s*rule\b[^\n]*:\s*$", text, flags=re.M)]
+    return [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
+def test_every_rule_that_runs_a_command_records_its_cost(path):
+    for block in rule_blocks(path):
+        if "shell:" in block:
+            assert "benchmark:" in block, block.splitlines()[0] + " ... has no benchmark:"

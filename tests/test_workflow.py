@@ -450,3 +450,21 @@ def test_per_seed_figure_folders_beyond_the_first_seed_only_when_asked(tmp_path,
         # the report shows the first seed's folder of the config's variants
         assert f"results/two_layer/seed0/figures/{stage}" in out
         assert (f"results/two_layer/seed1/figures/{stage}" in out) == (seed_figures == "every")
+
+
+def test_stage_costs_reads_every_job_of_a_run(tiny_run, capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from stage_costs import job_table, main
+    finally:
+        sys.path.pop(0)
+    jobs = job_table(tiny_run)
+    assert {"train", "extract_weights", "circuits", "behaviour", "ablations", "dynamics",
+            "aggregate", "figure", "claims", "report", "model_spec",
+            "positional_shortcut/analysis"} <= set(jobs["rule"])
+    trained = jobs[jobs["rule"] == "train"]
+    assert set(trained["model"]) >= set(VARIANTS) and (trained["s"] > 0).all()
+    assert set(jobs.loc[jobs["rule"] == "report", "model"]) == {"-"}
+    main([str(tiny_run)])
+    out = capsys.readouterr().out
+    assert f"jobs {len(jobs)}:" in out and "analyses, figures, tables and report" in out

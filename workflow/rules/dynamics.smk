@@ -68,7 +68,9 @@ rule per_token_loss_pca:
         "--figure {output.figure} > {log} 2>&1"
 
 
-DYNAMICS_WORDS = section_prose("dynamics.prose.yaml")
+DYNAMICS_WORDS = section_prose(
+    "dynamics.prose.yaml", sample=config["behaviour"]["n_sequences"],
+    n_sequences=min(config["dynamics"]["n_sequences"], config["behaviour"]["n_sequences"]))
 
 report_section(
     name="dynamics",
