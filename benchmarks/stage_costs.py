@@ -27,14 +27,15 @@ def job_table(run_dir: Path) -> pd.DataFrame:
     rows = []
     for path in sorted(root.rglob("*.tsv")):
         parts = path.relative_to(root).with_suffix("").parts
-        # rule/model/seedN, rule/model/seedsA-B (stacked), rule/name, name; an
-        # experiment's rules nest one level deeper (experiment/rule/model/seedN)
-        if len(parts) >= 3 and (parts[-1].startswith("seed")):
+        # per model: rule/model/seedN (seedsA-B when stacked; an experiment's rule may nest
+        # one level deeper, experiment/rule/model/seedN) and figure/model/name; run-wide:
+        # rule.tsv, or rule/name.tsv for a rule with a name wildcard (aggregate/train_log)
+        if parts[-1].startswith("seed"):
             rule, model = "/".join(parts[:-2]), parts[-2]
-        elif len(parts) >= 2 and parts[0] == "figure":
+        elif parts[0] == "figure":
             rule, model = "figure", parts[1]
         else:
-            rule, model = "/".join(parts[:-1]) or parts[0], "-"
+            rule, model = parts[0], "-"
         frame = pd.read_csv(path, sep="\t")
         rows.append({"rule": rule, "model": model, "s": float(frame["s"].iloc[-1]),
                      "cpu": float(frame["cpu_time"].iloc[-1])})

@@ -15,6 +15,8 @@ import math
 
 import torch
 
+from .model import smear_keys
+
 
 @torch.no_grad()
 def greedy_decode(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
@@ -31,21 +33,19 @@ def greedy_decode(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
     values = torch.zeros_like(keys)
     raw_prev = [None] * L  # each layer's unsmeared key at the previous position
     scale = 1.0 / math.sqrt(d)
-    # per layer: [D, 3 H d] of queries, keys and values; [H d, D] of the output
-    qkv = [torch.cat([model.W_Q[l], model.W_K[l], model.W_V[l]]).permute(1, 0, 2).reshape(
-        cfg.d_model, 3 * H * d) for l in range(L)]
+    qkv = [model.qkv_weight(l) for l in range(L)]  # [D, 3 H d]
     out = [model.W_O[l].reshape(H * d, cfg.d_model) for l in range(L)]
-    smear = {l: torch.sigmoid(model.smear_alpha[str(l)]) for l in cfg.smear_layers}  # [H, T-1 or 1]
     for t in range(length - 1):
         x = model.W_E[seq[:, t]]  # [B, D]
         pos = model.pos[t]
         for l in range(L):
             q, k, v = (x @ qkv[l]).view(B, 3, H, d).unbind(1)
-            if l in smear and t >= 1:
-                s = smear[l][:, min(t - 1, smear[l].shape[1] - 1), None]  # [H, 1]
-                k_mixed = s * k + (1 - s) * raw_prev[l]
-            else:
-                k_mixed = k
+            k_mixed = k
+            if l in cfg.smear_layers and t >= 1:
+                # the model's smear on keys t-1 and t: alpha's column for position t
+                alpha = model.smear_alpha[str(l)]
+                column = alpha[:, min(t - 1, alpha.shape[1] - 1), None]  # [H, 1]
+                k_mixed = smear_keys(torch.stack([raw_prev[l], k], dim=2), column)[:, :, 1]
             raw_prev[l] = k
             keys[l, :, :, t] = k_mixed + pos
             values[l, :, :, t] = v

@@ -224,6 +224,13 @@ class AttentionOnlyTransformer(nn.Module):
         H, D, d = w.shape
         return (x @ w.permute(1, 0, 2).reshape(D, H * d)).view(*x.shape[:2], H, d).transpose(1, 2)
 
+    def qkv_weight(self, layer: int) -> torch.Tensor:
+        """[D, 3 H d]: one layer's queries, keys and values of every head from one stream,
+        as one matrix (queries first, heads in order within each)."""
+        H, D, d = self.W_Q.shape[1:]
+        w = torch.cat([self.W_Q[layer], self.W_K[layer], self.W_V[layer]])  # [3H, D, d]
+        return w.permute(1, 0, 2).reshape(D, 3 * H * d)
+
     def _qkv(self, layer: int, x_q, x_k, x_v, cache: Cache):
         """Queries, keys and values [B, H, T, d] of one layer (before positions and smearing).
 
@@ -235,8 +242,7 @@ class AttentionOnlyTransformer(nn.Module):
             return (self._project(x_q, self.W_Q[layer]), self._project(x_k, self.W_K[layer]),
                     self._project(x_v, self.W_V[layer]))
         H, D, d = self.W_Q.shape[1:]
-        w = torch.cat([self.W_Q[layer], self.W_K[layer], self.W_V[layer]])  # [3H, D, d]
-        w = w.permute(1, 0, 2).reshape(D, 3 * H * d)
+        w = self.qkv_weight(layer)
         if x_q is cache.resid[0]:
             qkv = (self.W_E @ w)[cache.tokens]
         else:

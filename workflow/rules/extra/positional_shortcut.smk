@@ -66,7 +66,7 @@ rule positional_shortcut_figures:
     log:
         "logs/positional_shortcut/figures.log",
     benchmark:
-        "results/benchmarks/positional_shortcut/figures.tsv"
+        "results/benchmarks/positional_shortcut_figures.tsv"
     threads: 1
     resources:
         mem_mb=1000,
