@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from handbuilt import FixedPatternCopyModel, ShiftCopyModel, every_copy_pattern
+from handbuilt import (FixedPatternCopyModel, InductionCircuitModel, ShiftCopyModel,
+                       every_copy_pattern)
 from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, copying_score,
                                     first_block_score, head_score_table, induction_masks,
                                     induction_score, local_score, nearest_copy_masks,
@@ -56,8 +57,9 @@ def test_scores_on_uniform_attention():
     # every copy of token i + 1 among keys 1..i: 1, 2 and 3 of them in blocks 2, 3, 4
     copies = sum(len([j for j in range(1, i + 1) if (i + 1 - j) % 6 == 0]) / (i + 1) for i in range(6, T))
     assert induction_score(uniform, 6)[0].item() == pytest.approx(copies / (T - 6), rel=1e-6)
+    # key 0 left out: the queries whose first-block copy is key 0 (17 and 23) count with no key
     assert first_block_score(uniform, 6)[0].item() == pytest.approx(
-        sum(1 / (i + 1) for i in range(12, T)) / (T - 12), rel=1e-6)
+        sum(1 / (i + 1) for i in range(12, T) if (i + 1) % 6) / (T - 12), rel=1e-6)
 
 
 def test_chance_levels_of_the_task():
@@ -66,7 +68,7 @@ def test_chance_levels_of_the_task():
 
     u = uniform_pattern(24)
     expected = {"previous_token": 0.121, "local": 0.310, "nearest_copy": 0.074, "induction": 0.127,
-                "first_block": 0.056}
+                "first_block": 0.048, "first_token": 0.121}
     for name, value in expected.items():
         score, chance = attention_score(u, name, 6, local_window=3)
         assert chance == pytest.approx(value, abs=5e-4), name
@@ -174,3 +176,66 @@ def test_attention_mass_with_shared_masks_equals_the_mean_of_each_sequence_s_mas
         torch.cat([(pattern[b, h] * pkeys[b])[pqueries[b]].sum(-1) for b in range(5)]).mean()
         for h in range(2)])
     assert torch.allclose(attention_mass(pattern, pkeys, pqueries), expected, atol=1e-6)
+
+
+def _scores_with_control(model, task=TASK, n=256):
+    from inductionlab.core.data import control_sample
+
+    tokens, distinct = evaluation_samples(task, n, seed=0)
+    frame, _ = head_score_table(model, tokens, distinct, task.block_len, local_window=3,
+                                control_tokens=control_sample(n, task, 0), intervals=True, seed=0)
+    return frame
+
+
+def test_a_head_looking_at_positions_has_no_content_part_and_no_induction_role():
+    """Query i attends to position (i + 1) mod 6 of the first block whatever it holds: on
+    the task that is a copy of the target, on random sequences it is not."""
+    T = 24
+    pattern = torch.zeros(T, T)
+    for i in range(T):
+        j = (i + 1) % 6 if i >= 6 and (i + 1) % 6 else i
+        pattern[i, j] = 1.0
+    row = _scores_with_control(FixedPatternCopyModel(pattern)).iloc[0]
+    assert row["first_block"] == pytest.approx(10 / 12)
+    assert row["induction"] > 0.5 and role_threshold(row["induction_chance"], RULES) < row["induction"]
+    for name in ("induction", "first_block", "nearest_copy"):
+        assert row[f"{name}_control"] == pytest.approx(row[name], abs=1e-6), name
+        assert row[f"{name}_content"] == pytest.approx(0.0, abs=1e-6), name
+    roles = head_roles(row, RULES)
+    assert "induction" not in roles and "positional_induction" in roles
+
+
+def test_a_content_induction_head_scores_chance_on_the_control():
+    task = TaskConfig(vocab_size=8)
+    frame = _scores_with_control(InductionCircuitModel(), task)
+    row = frame[(frame["layer"] == 1) & (frame["head"] == 0)].iloc[0]
+    assert row["induction_control"] < row["induction_chance"] + 0.1
+    assert row["induction_content"] >= 0.2
+    assert row["induction_content_low"] <= row["induction_content"] <= row["induction_content_high"]
+    assert "induction" in head_roles(row, RULES)
+    # the previous-token head of layer 0 looks at a position: the same on both samples
+    prev = frame[(frame["layer"] == 0) & (frame["head"] == 0)].iloc[0]
+    assert prev["previous_token"] == pytest.approx(1.0)
+    assert prev["previous_token_control"] == pytest.approx(1.0)
+
+
+def test_score_intervals_hold_the_value_and_shrink_with_the_sample():
+    model = FixedPatternCopyModel(torch.softmax(torch.randn(24, 24, generator=torch.Generator().manual_seed(0))
+                                                .tril() - 1e9 * torch.ones(24, 24).triu(1), -1))
+    widths = []
+    for n in (64, 1024):
+        row = _scores_with_control(model, n=n).iloc[0]
+        for name in ATTENTION_SCORES:
+            assert row[f"{name}_low"] - 1e-6 <= row[name] <= row[f"{name}_high"] + 1e-6, name
+        assert row["induction_high"] - row["induction_low"] < 1e-6  # fixed pattern, fixed masks
+        widths.append(row["copying_high"] - row["copying_low"])  # depends on the letters
+    assert 0 < widths[1] < widths[0]
+
+
+def test_first_token_scores_attention_on_key_zero():
+    T = 24
+    sink = torch.zeros(T, T)
+    sink[:, 0] = 1.0
+    row = _scores(FixedPatternCopyModel(sink))[0]
+    assert row["first_token"] == pytest.approx(1.0)
+    assert row["induction"] == pytest.approx(0.0) and row["first_block"] == pytest.approx(0.0)

@@ -34,6 +34,7 @@ import torch
 from ..core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
                             Ablation, head_name, check_fits, expand_entries)
 from ..core.model import NO_INTERVENTION, Intervention, ModelConfig
+from .roles import control_column
 
 # ---------------------------------------------------------------- interventions
 
@@ -195,20 +196,23 @@ def suite_accuracy(model, prompts: list[str], task) -> float:
 
 @torch.no_grad()
 def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: list[str],
-            local_window: int) -> tuple[dict, list[torch.Tensor]]:
+            local_window: int, control: torch.Tensor | None = None) -> tuple[dict, list[torch.Tensor]]:
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
     loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
     in-distribution ``prompts``; per head ``induction_L{l}H{h}``, ``first_block_L{l}H{h}``
     (on ``tokens``) and ``prefix_matching_L{l}H{h}`` (on ``distinct``), with their mean
     and max over the heads of each layer and their chance level
-    (``induction_mean_L{l}``, ``induction_max_L{l}``, ``induction_chance_L{l}``, ...).
+    (``induction_mean_L{l}``, ``induction_max_L{l}``, ``induction_chance_L{l}``, ...);
+    with a ``control`` sample (random sequences), the same mean and max on it
+    (``induction_control_mean_L{l}``, ...: the positional control).
     """
     from .attention import head_score_table
     from ..core.metrics import task_metrics
 
     scores, patterns, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
-                                                return_logits=True, copying=False)
+                                                return_logits=True, copying=False,
+                                                control_tokens=control)
     metrics = task_metrics(logits, tokens, task)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
@@ -217,6 +221,9 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
             row[f"{name}_mean_L{l}"] = float(group[name].mean())
             row[f"{name}_max_L{l}"] = float(group[name].max())
             row[f"{name}_chance_L{l}"] = float(group[f"{name}_chance"].iloc[0])
+            if control is not None:
+                row[f"{name}_control_mean_L{l}"] = float(group[control_column(name)].mean())
+                row[f"{name}_control_max_L{l}"] = float(group[control_column(name)].max())
     for name in SCORES:
         for r in scores.itertuples():
             row[f"{name}_{head_name(r.layer, r.head)}"] = float(getattr(r, name))
@@ -225,7 +232,8 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
 
 def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
                    distinct: torch.Tensor, prompts: list[str], local_window: int,
-                   log=lambda msg: None) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+                   log=lambda msg: None, control: torch.Tensor | None = None
+                   ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Measure the baseline and every ablation.
 
     Returns one row per ablation (baseline first; skipped ablations keep their
@@ -239,7 +247,7 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
         row["ablation"] = row.pop("name")
         if not ablation.skipped:
             metrics, patterns = measure(AblatedModel(model, ablation, means), task, tokens, distinct,
-                                        prompts, local_window)
+                                        prompts, local_window, control)
             row.update(metrics)
             arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
             log(f"{ablation.name}: loss_all {metrics['loss_all']:.3f}, acc_pred "
@@ -269,6 +277,7 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     ``settings``: the ablation settings (its ``entries``).
     """
     from .behaviour import check_prompt, evaluation_samples
+    from ..core.data import control_sample
 
     task = spec.task
     prompts = [p["prompt"] for p in behaviour["prompts"]]
@@ -279,9 +288,10 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     log(f"[{spec.name}] {n_run} ablation(s) + baseline on "
         f"{behaviour['n_sequences']} sequences; {len(ablations) - n_run} skipped")
     tokens, distinct = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
+    control = control_sample(behaviour["n_sequences"], task, behaviour["eval_seed"])
     frame, arrays = ablation_table(model, ablations, task, tokens, distinct, prompts,
                                    behaviour["roles"]["local_window"],
-                                   log=lambda msg: log(f"[{spec.name}] {msg}"))
+                                   log=lambda msg: log(f"[{spec.name}] {msg}"), control=control)
     frame.insert(0, "seed", spec.seed)
     frame.insert(0, "variant", spec.variant)
     arrays["names"] = np.array(list(arrays))

@@ -14,17 +14,36 @@ The scores (``block_len`` n; T = n_blocks · n):
     induction        every earlier copy of the target token i + 1: keys 1 <= j <= i with
                      j ≡ i + 1 (mod n) (key 0 left out, as a possible sink); queries i >= n
     nearest_copy     only the nearest copy, key i − (n − 1); queries i >= n
-    first_block      the copy in the first block, key (i + 1) mod n; queries i >= 2n
+    first_block      the copy in the first block, key (i + 1) mod n unless it is key 0 (left
+                     out as for induction); queries i >= 2n (the queries whose copy is key 0
+                     count with no key, so a head that does exactly this scores (n − 1)/n)
+    first_token      key 0 itself (a possible attention sink); queries i >= 1
     prefix_matching  keys j < i with token[j − 1] == token[i]; queries that have one
                      (on blocks of distinct letters, so the target is unambiguous)
+
+The positional control. On the task every copy of the target sits at a fixed position,
+so a head that looks at a position whatever it holds scores like one that looks for a
+copy. Every score is therefore also taken on a control sample of random sequences (no
+repeated block), with the same queries and keys (for prefix matching: the keys that the
+distinct-letter sample's matches select, sequence by sequence): ``<score>_control``. The
+content part, ``<score>_content`` = score − control, is what a copy-seeking role reads:
+a pure induction head scores about chance on the control; a head that attends to
+positions 0–5 whatever they hold scores on the control what it scores on the task.
+
+Intervals. Every score is a ratio Σ_b num_b / Σ_b den_b over the sequences b of its
+sample (:func:`attention_mass_per_sequence`), so its 95 % interval is a bootstrap over
+sequences (:mod:`.uncertainty`); the content part's resamples the task and the control
+sample independently.
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import torch
 
-ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "previous_token", "local",
-                    "prefix_matching")
+ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "first_token", "previous_token",
+                    "local", "prefix_matching")
+from .roles import COPY_SEEKING, content_column, control_column  # noqa: F401  (column names)
 
 
 def mean_pattern(pattern: torch.Tensor) -> torch.Tensor:
@@ -79,6 +98,19 @@ def attention_mass(pattern: torch.Tensor, keys: torch.Tensor, queries: torch.Ten
     return (mass * weights).sum(dim=(0, 2)) / queries.sum()
 
 
+def attention_mass_per_sequence(pattern: torch.Tensor, keys: torch.Tensor,
+                                queries: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Per sequence b: the attention its selected queries put on their selected keys,
+    summed (``num`` [B, H]), and the number of selected queries (``den`` [B]); the score is
+    Σ num / Σ den (:func:`attention_mass`). Masks as for :func:`attention_mass`."""
+    B = pattern.shape[0]
+    keys = keys if keys.dim() == 3 else keys[None]
+    queries = (queries if queries.dim() == 2 else queries[None]).expand(B, -1)
+    mass = (pattern * keys[:, None].to(pattern.dtype)).sum(-1)  # [B, H, T]
+    num = (mass * queries[:, None].to(pattern.dtype)).sum(-1)  # [B, H]
+    return num.double().numpy(), queries.sum(-1).double().numpy()
+
+
 def uniform_pattern(T: int, dtype=torch.float32) -> torch.Tensor:
     """Uniform causal attention, A[i, j] = 1/(i + 1) for j <= i: [1, 1, T, T]."""
     causal = torch.ones(T, T, dtype=dtype).tril()
@@ -119,9 +151,17 @@ def nearest_copy_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tens
 
 
 def first_block_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The copy of token i + 1 in the first block, key (i + 1) mod n; queries i >= 2n."""
+    """The copy of token i + 1 in the first block, key (i + 1) mod n, key 0 left out;
+    queries i >= 2n."""
     i, j = _grid(T)
-    return (j < block_len) & (j == (i + 1) % block_len), torch.arange(T) >= 2 * block_len
+    return ((j >= 1) & (j < block_len) & (j == (i + 1) % block_len),
+            torch.arange(T) >= 2 * block_len)
+
+
+def first_token_masks(T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key 0 (a possible attention sink); queries i >= 1."""
+    i, j = _grid(T)
+    return (j == 0) & (i >= 0), torch.arange(T) >= 1
 
 
 def prefix_match_mask(tokens: torch.Tensor) -> torch.Tensor:
@@ -152,6 +192,8 @@ def score_masks(name: str, T: int, block_len: int, local_window: int,
         return nearest_copy_masks(T, block_len)
     if name == "first_block":
         return first_block_masks(T, block_len)
+    if name == "first_token":
+        return first_token_masks(T)
     if name == "prefix_matching":
         if tokens is None:
             raise ValueError("prefix_matching needs the tokens")
@@ -204,13 +246,14 @@ def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.
 
 
 def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tensor,
-                  tokens: torch.Tensor) -> torch.Tensor:
+                  tokens: torch.Tensor, per_sequence: bool = False) -> torch.Tensor:
     """Empirical copying: does a head's direct effect raise the logits of the tokens it attends to? [H].
 
     The head's direct logit contribution at query i, head_out_i W_U, is
     standardised over the vocabulary (z-scores); the score is the attention-weighted
     z-score of the attended tokens, mean over queries. Positive: copying; negative:
-    anti-copying; about 0: neither.
+    anti-copying; about 0: neither. ``per_sequence``: the mean over each sequence's
+    queries, [B, H] (their mean over sequences is the score).
 
     Computed as: logits l = head_out W_U; mean and (V-1)-normalised variance over the
     vocabulary by products with a constant vector; the attention-weighted logit of the
@@ -225,42 +268,98 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
     B, H, T, _ = logits.shape
     attended = logits.gather(-1, tokens[:, None, None, :].expand(B, H, T, T))  # l_i[t_j]
     weighted = (pattern * attended).sum(-1)
-    return ((weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)).mean(dim=(0, 2))
+    per_query = (weighted - mean) / var.clamp_min(0).sqrt().clamp_min(1e-12)  # [B, H, T]
+    return per_query.mean(2) if per_sequence else per_query.mean(dim=(0, 2))
+
+
+def score_columns(name: str, intervals: bool, control: bool) -> list[str]:
+    """The columns of attention score ``name`` in a head-score table, in order."""
+    from .uncertainty import interval_columns
+
+    cols = [name] + (list(interval_columns(name)) if intervals else []) + [f"{name}_chance"]
+    if control:
+        cols += [control_column(name), content_column(name)]
+        cols += list(interval_columns(content_column(name))) if intervals else []
+    return cols
+
+
+BOOTSTRAP_PURPOSE = "evaluation-sequences"
 
 
 @torch.no_grad()
 def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor, block_len: int,
                      local_window: int, intervention=None, return_logits: bool = False,
-                     copying: bool = True):
+                     copying: bool = True, control_tokens: torch.Tensor | None = None,
+                     intervals: bool = False, seed: int = 0):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
     ``tokens``: task sequences (every score but prefix matching); ``distinct_tokens``:
-    task sequences whose blocks have distinct letters (prefix matching). Returns (frame
-    with columns layer, head, then each of :data:`ATTENTION_SCORES` followed by its
-    ``_chance`` column, then copying unless ``copying`` is False; list of [H, T, T] mean
-    patterns), and with ``return_logits`` also the logits on ``tokens`` (so that callers
-    need no second forward pass). Without copying no head's output is formed.
+    task sequences whose blocks have distinct letters (prefix matching);
+    ``control_tokens``: random sequences without a repeated block, as many as
+    ``distinct_tokens`` (the positional control: every score again on them, with the same
+    queries and keys; prefix matching with the distinct sample's keys, sequence by
+    sequence). Returns (frame with columns layer, head, then for each of
+    :data:`ATTENTION_SCORES` its :func:`score_columns`, then copying unless ``copying`` is
+    False; list of [H, T, T] mean patterns), and with ``return_logits`` also the logits on
+    ``tokens`` (so that callers need no second forward pass). ``intervals``: a 95 %
+    bootstrap interval over sequences beside each score, content part and the copying
+    score (resamples seeded from ``seed``). Without copying no head's output is formed.
     """
+    from .uncertainty import bootstrap_interval, interval_columns, paired_bootstrap_interval
     from ..core.model import NO_INTERVENTION
 
     intervention = intervention or NO_INTERVENTION
     logits, cache = model.run_with_cache(tokens, intervention, head_out=copying)
     _, distinct = model.run_with_cache(distinct_tokens, intervention, head_out=False)
+    control = None
+    if control_tokens is not None:
+        if len(control_tokens) != len(distinct_tokens):
+            raise ValueError(f"the control sample has {len(control_tokens)} sequences, the "
+                             f"distinct-letter sample {len(distinct_tokens)}: they are paired")
+        _, control = model.run_with_cache(control_tokens, intervention, head_out=False)
+    T = tokens.shape[1]
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
         mean = mean_pattern(pattern)  # every score but prefix matching has fixed masks
         scores = {}
         for name in ATTENTION_SCORES:
             on_distinct = name == "prefix_matching"
-            scores[name], scores[f"{name}_chance"] = attention_score(
-                distinct.pattern[l] if on_distinct else mean, name, block_len, local_window,
-                distinct_tokens if on_distinct else None)
+            keys, queries = score_masks(name, T, block_len, local_window,
+                                        distinct_tokens if on_distinct else None)
+            source = distinct.pattern[l] if on_distinct else pattern
+            scores[name] = attention_mass(source if on_distinct else mean, keys, queries)
+            if intervals:
+                num, den = attention_mass_per_sequence(source, keys, queries)
+                scores.update(zip(interval_columns(name), bootstrap_interval(
+                    num, den, seed=seed, purpose=BOOTSTRAP_PURPOSE)))
+            scores[f"{name}_chance"] = chance_level(keys, queries)
+            if control is not None:
+                ctrl = attention_mass(control.pattern[l] if on_distinct
+                                      else mean_pattern(control.pattern[l]), keys, queries)
+                scores[control_column(name)] = ctrl
+                scores[content_column(name)] = scores[name] - ctrl
+                if intervals:
+                    cnum, cden = attention_mass_per_sequence(control.pattern[l], keys, queries)
+                    scores.update(zip(interval_columns(content_column(name)),
+                                      paired_bootstrap_interval(
+                                          lambda a, b: a - b, [(num, den), (cnum, cden)],
+                                          seed=seed, purpose=BOOTSTRAP_PURPOSE)))
         if copying:
-            scores["copying"] = copying_score(pattern, cache.head_out[l], model.W_U, tokens)
+            per_seq = copying_score(pattern, cache.head_out[l], model.W_U, tokens, per_sequence=True)
+            scores["copying"] = per_seq.mean(0)
+            if intervals:
+                scores.update(zip(interval_columns("copying"), bootstrap_interval(
+                    per_seq.double().numpy(), seed=seed, purpose=BOOTSTRAP_PURPOSE)))
         for h in range(pattern.shape[1]):
-            rows.append({"layer": l, "head": h,
-                         **{k: v if isinstance(v, float) else v[h].item() for k, v in scores.items()}})
+            rows.append({"layer": l, "head": h, **{k: _at(v, h) for k, v in scores.items()}})
         means.append(mean)
     if return_logits:
         return pd.DataFrame(rows), means, logits
     return pd.DataFrame(rows), means
+
+
+def _at(value, h: int) -> float:
+    """Head ``h``'s entry of a per-head score (a tensor or an array), or a shared float."""
+    if isinstance(value, float):
+        return value
+    return float(value[h])

@@ -1,11 +1,31 @@
-"""What a model does: greedy completions, the failure-mode suite, habits, ICL score.
+"""What a model does: greedy completions, the failure-mode suite, habits, ICL score,
+the period test and the first-or-nearest prompts.
 
 See SCIENCE.md, "Behaviour". Every random sample comes from a generator seeded
 with the behaviour settings' ``eval_seed``, so every model sees the same prompts.
+
+Every sampled value of ``behaviour.csv`` carries its 95 % interval (columns ``low`` and
+``high``), computed from what the value was measured on (a :class:`Measure`): a mean over
+sequences or prompts gets a percentile bootstrap over them
+(:func:`~inductionlab.analysis.uncertainty.bootstrap_interval`, seeded from ``eval_seed``
+and the metric's name, so every model sees the same resamples); a rate of events (a
+repeat rate, a share of letters or prompts) the exact binomial interval on (events,
+trials); a count or a standard deviation none (NaN). A rate over letters of greedy
+completions counts every letter as a trial, though the letters of one completion are
+not independent: its interval is narrower than a bootstrap over prompts would give.
+
+The period test (:func:`period_measures`) repeats blocks of ``n`` distinct letters for
+several ``n``: a model that copies what followed the earlier occurrence of the current
+letter (by content) predicts every period, one that copies from a fixed distance back
+(by position) only the period it was trained on and its divisors. The first-or-nearest
+prompts (:func:`shared_prefix_measures`) are the write-up's ABCXYZABCDEF made random:
+two blocks sharing their first letters, then those letters again; which block's next
+letter the model predicts tells whether it follows the first or the nearest occurrence.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -15,6 +35,60 @@ import torch
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, decode, encode,
                    repeat_blocks, sample_blocks)
 from ..core.seeding import generator
+from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
+
+# the schema's defaults, for settings files written before these keys existed
+PERIOD_LENGTHS = (4, 5, 6, 7, 8)
+SHARED_PREFIX_LEN = 3
+
+
+# ---------------------------------------------------------------- measured values
+
+@dataclass(frozen=True)
+class Measure:
+    """A value of ``behaviour.csv`` with what its interval is computed from.
+
+    ``units``: the per-unit values (one per sequence or prompt) whose mean the value is;
+    its interval is a percentile bootstrap over them. ``events``: (k, n) of a rate k / n;
+    its interval is the exact binomial one (NaN when n = 0). Neither: a value with no
+    interval (a count, a standard deviation).
+    """
+    value: float
+    units: np.ndarray | None = None
+    events: tuple[int, int] | None = None
+
+    def interval(self, seed: int, purpose: str) -> tuple[float, float]:
+        """The 95 % interval (low, high); the bootstrap's resamples come from (seed, purpose)."""
+        if self.units is not None:
+            return bootstrap_interval(self.units, seed=seed, purpose=purpose)
+        if self.events is not None and self.events[1] > 0:
+            return binomial_interval(*self.events)
+        return math.nan, math.nan
+
+
+def mean_measure(units: torch.Tensor, value: float | None = None) -> Measure:
+    """The mean of per-unit values [units] (``value``: the same mean as already computed)."""
+    units = units.detach().double().cpu()
+    return Measure(units.mean().item() if value is None else float(value), units=units.numpy())
+
+
+def rate_measure(events: torch.Tensor) -> Measure:
+    """The share of True in a bool tensor, every element a trial."""
+    return Measure(events.float().mean().item(), events=(int(events.sum()), events.numel()))
+
+
+def measure_table(measures: dict[str, Measure], seed: int) -> pd.DataFrame:
+    """Columns metric, value, low, high: one row per measure, its interval seeded from
+    (``seed``, the metric's name)."""
+    low, high = interval_columns("value")
+    bounds = [m.interval(seed, name) for name, m in measures.items()]
+    return pd.DataFrame({"metric": list(measures), "value": [float(m.value) for m in measures.values()],
+                         low: [b[0] for b in bounds], high: [b[1] for b in bounds]})
+
+
+@torch.no_grad()
+def _logits(model, tokens: torch.Tensor, batch: int = 4096) -> torch.Tensor:
+    return torch.cat([model(tokens[i:i + batch]) for i in range(0, len(tokens), batch)])
 
 
 # ---------------------------------------------------------------- prompts
@@ -95,18 +169,27 @@ def prompt_suite(model, prompts: list[str], task: TaskConfig, write_up: list[dic
 
 
 def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], seed: int) -> dict:
+    """The values of :func:`random_prompt_measures` (metric -> float)."""
+    return {name: m.value for name, m in random_prompt_measures(model, task, n, lengths, seed).items()}
+
+
+def random_prompt_measures(model, task: TaskConfig, n: int, lengths: list[int],
+                           seed: int) -> dict[str, Measure]:
     """Greedy completion of random in- and out-of-distribution prompts.
 
     In distribution: the first ``L`` tokens of random task sequences (for each L in
     ``lengths``), ``random_len{L}_*``, and the same on blocks of distinct letters
     (the prompts the write-up tried), ``random_distinct_len{L}_*``: accuracy on the
-    completed letters, mean and std over prompts, the share completed perfectly, and
-    the immediate-repeat rate of the completions against that of the correct
-    completions. Out of distribution: ``2 * block_len`` letters drawn uniformly (no
-    repetition structure), ``ood_len{2n}_*``; and two different blocks of distinct
-    letters (12 distinct letters in all), ``ood_two_blocks_*``: the share of completed
-    letters that continue the first block and the share that continue the second,
-    the nearest (:func:`block_continuation`).
+    completed letters, mean (bootstrap over prompts) and std over prompts, the share
+    completed perfectly, and the immediate-repeat rate of the completions against that
+    of the correct completions (rates: exact binomial). Out of distribution:
+    ``2 * block_len`` letters drawn uniformly (no repetition structure), ``ood_len{2n}_*``;
+    and two different blocks of distinct letters (``2 * block_len`` distinct letters in
+    all; left out when the vocabulary has fewer), ``ood_two_blocks_*``: the share of
+    completed letters that continue the first block and the share that continue the
+    second, the nearest (:func:`block_continuation`), each a mean over prompts of the
+    prompt's share, and ``ood_two_blocks_second_minus_first``, the mean over prompts of
+    the difference.
     """
     out = {}
     n_distinct = min(task.vocab_size, task.block_len)
@@ -121,29 +204,30 @@ def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], s
             seq = greedy_complete(model, target[:, :L], task.seq_len)
             acc = completion_accuracy(seq, target, L)
             out.update({
-                f"{name}_acc_mean": acc.mean().item(),
-                f"{name}_acc_std": acc.std().item(),
-                f"{name}_exact": (acc == 1).float().mean().item(),
-                f"{name}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
-                f"{name}_repeat_rate_data": immediate_repeats(target, L).float().mean().item(),
-                f"{name}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
+                f"{name}_acc_mean": mean_measure(acc, acc.mean().item()),
+                f"{name}_acc_std": Measure(acc.std().item()),
+                f"{name}_exact": rate_measure(acc == 1),
+                f"{name}_repeat_rate": rate_measure(immediate_repeats(seq, L)),
+                f"{name}_repeat_rate_data": rate_measure(immediate_repeats(target, L)),
+                f"{name}_share_in_prompt": rate_measure(in_prompt(seq, L)),
             })
     L = 2 * task.block_len
     ood = torch.randint(0, task.vocab_size, (n, L), generator=generator(seed, "random-ood-prompts"))
     seq = greedy_complete(model, ood, task.seq_len)
     out.update({
-        f"ood_len{L}_repeat_rate": immediate_repeats(seq, L).float().mean().item(),
-        f"ood_len{L}_share_in_prompt": in_prompt(seq, L).float().mean().item(),
+        f"ood_len{L}_repeat_rate": rate_measure(immediate_repeats(seq, L)),
+        f"ood_len{L}_share_in_prompt": rate_measure(in_prompt(seq, L)),
     })
     if 2 * task.block_len <= task.vocab_size:
         letters = torch.argsort(torch.rand(n, task.vocab_size, generator=generator(seed, "two-block-prompts")),
                                 dim=1)[:, :2 * task.block_len]
         blocks = letters.view(n, 2, task.block_len)
         seq = greedy_complete(model, letters, task.seq_len)
-        first, second = block_continuation(seq, blocks, L)
-        out.update({"ood_two_blocks_follows_first": first.float().mean().item(),
-                    "ood_two_blocks_follows_second": second.float().mean().item(),
-                    "ood_two_blocks_repeat_rate": immediate_repeats(seq, L).float().mean().item()})
+        first, second = (f.float() for f in block_continuation(seq, blocks, L))
+        out.update({"ood_two_blocks_follows_first": mean_measure(first.mean(-1), first.mean().item()),
+                    "ood_two_blocks_follows_second": mean_measure(second.mean(-1), second.mean().item()),
+                    "ood_two_blocks_second_minus_first": mean_measure(second.mean(-1) - first.mean(-1)),
+                    "ood_two_blocks_repeat_rate": rate_measure(immediate_repeats(seq, L))})
     return out
 
 
@@ -172,13 +256,18 @@ def repeat_when_correct(logits: torch.Tensor, tokens: torch.Tensor, start: int) 
     """Teacher-forced: at the predictions i >= ``start`` whose correct next letter repeats
     the current one (token[i + 1] == token[i]), the share where the argmax predicts that
     repeat, and the number of such predictions. NaN when there are none."""
-    target, current = tokens[:, start + 1:], tokens[:, start:-1]
-    repeat = target == current
-    n = int(repeat.sum())
+    k, n = repeat_when_correct_counts(logits, tokens, start)
     if n == 0:
         return float("nan"), 0
+    return float(k) / n, n
+
+
+def repeat_when_correct_counts(logits: torch.Tensor, tokens: torch.Tensor, start: int) -> tuple[int, int]:
+    """(k, n) of :func:`repeat_when_correct`: predicted repeats among the n repeating targets."""
+    target, current = tokens[:, start + 1:], tokens[:, start:-1]
+    repeat = target == current
     predicted = logits[:, start:-1].argmax(-1) == current
-    return float((predicted & repeat).sum()) / n, n
+    return int((predicted & repeat).sum()), int(repeat.sum())
 
 
 @torch.no_grad()
@@ -277,10 +366,12 @@ def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Genera
 def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: int) -> pd.DataFrame:
     """Accuracy on every repetition pattern of a block, weighted by how often it occurs.
 
-    Per pattern: teacher-forced argmax accuracy on the predictable targets; greedy
-    accuracy on the letters completed from a ``prompt_len``-letter prompt and the
-    share completed perfectly; the pattern's probability under uniform sampling;
-    ``error_mass`` = probability x teacher-forced error rate and its share of the total.
+    Per pattern: teacher-forced argmax accuracy on the predictable targets, with its
+    bootstrap interval over the pattern's ``samples`` blocks (``teacher_forced_acc_low``,
+    ``_high``); greedy accuracy on the letters completed from a ``prompt_len``-letter
+    prompt and the share of blocks completed perfectly, with its exact binomial interval;
+    the pattern's probability under uniform sampling; ``error_mass`` = probability x
+    teacher-forced error rate and its share of the total.
     """
     patterns = repetition_patterns(task.block_len)
     gen = generator(seed, "failure-modes")
@@ -292,15 +383,25 @@ def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: 
     greedy = torch.cat([greedy_complete(model, seqs[i:i + 4096, :prompt_len], task.seq_len)
                         for i in range(0, len(seqs), 4096)])
     greedy_acc = completion_accuracy(greedy, seqs, prompt_len)
+    per_block = correct.view(len(patterns), samples)
+    exact = (greedy_acc == 1).view(len(patterns), samples)
+    # the blocks are the units: axis 0 of [samples, patterns], every pattern at once
+    tf_low, tf_high = bootstrap_interval(per_block.T.double().numpy().reshape(samples, -1),
+                                         seed=seed, purpose="teacher_forced_acc")
+    exact_bounds = [binomial_interval(int(k), samples) for k in exact.sum(-1)]
+    tf, ex = "teacher_forced_acc", f"greedy_exact_prompt{prompt_len}"
     frame = pd.DataFrame({
         "pattern": patterns,
         "n_distinct": [len(set(p)) for p in patterns],
         "adjacent_repeats": [adjacent_repeats(p) for p in patterns],
         "probability": [pattern_probability(p, task.vocab_size) for p in patterns],
-        "teacher_forced_acc": correct.view(len(patterns), samples).mean(-1).numpy(),
+        tf: per_block.mean(-1).numpy(),
+        interval_columns(tf)[0]: np.atleast_1d(tf_low),
+        interval_columns(tf)[1]: np.atleast_1d(tf_high),
         f"greedy_acc_prompt{prompt_len}": greedy_acc.view(len(patterns), samples).mean(-1).numpy(),
-        f"greedy_exact_prompt{prompt_len}": (greedy_acc == 1).float().view(len(patterns), samples)
-        .mean(-1).numpy(),
+        ex: exact.float().mean(-1).numpy(),
+        interval_columns(ex)[0]: [b[0] for b in exact_bounds],
+        interval_columns(ex)[1]: [b[1] for b in exact_bounds],
     })
     frame["error_mass"] = frame["probability"] * (1 - frame["teacher_forced_acc"])
     total = frame["error_mass"].sum()

@@ -21,14 +21,19 @@ weights of ``model.pt``, so its circuit rows equal the circuits stage's, and wit
 Metrics (names as in the tables of the stage that computes them for the final model):
 
     loss_all, loss_pred, acc_pred, icl_score, loss_pos   behaviour.csv (behaviour sample prefix)
-    induction, nearest_copy, first_block, previous_token, local, prefix_matching, copying
+    induction, nearest_copy, first_block, first_token, previous_token, local,
+    prefix_matching, copying
         head_scores.csv, per head
+    induction_control, ..., prefix_matching_control
+        head_scores.csv: each score on the control sample (random sequences), per head
     induction_chance, nearest_copy_chance, ..., prefix_matching_chance
         head_scores.csv: the score of uniform causal attention on the same queries and
         keys, per layer (head -1)
     best_induction   the largest induction score over the heads of the layers that can
         form an induction head (:func:`induction_layers`), model-level (layer and head
         -1); only for a model that has such a layer
+    best_induction_content   the same for the content part (induction − its control):
+        the largest over the heads of those layers
     direct_positivity, ov_positivity, ov_sum_positivity, qk_positivity
         circuits.csv (real part of the eigenvalue positivity), per circuit
 
@@ -57,6 +62,7 @@ import pandas as pd
 import torch
 
 from .attention import ATTENTION_SCORES
+from .roles import content_column, control_column
 from ..core.loading import load_checkpoint
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
@@ -69,9 +75,11 @@ NONE_FORMED = "none formed"
 NOT_DETECTED = (NEVER, NONE_FORMED)
 
 SCALAR_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")
-HEAD_SCORES = ATTENTION_SCORES + ("copying",)
+HEAD_SCORES = (ATTENTION_SCORES + tuple(control_column(name) for name in ATTENTION_SCORES)
+               + ("copying",))
 CHANCE_METRICS = tuple(f"{name}_chance" for name in ATTENTION_SCORES)
 BEST_INDUCTION = "best_induction"
+BEST_INDUCTION_CONTENT = "best_induction_content"
 CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
                    "ov_sum": "ov_sum_positivity", "qk": "qk_positivity"}
 
@@ -141,11 +149,13 @@ def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
 
 @torch.no_grad()
 def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor,
-                       local_window: int, meta: dict) -> pd.DataFrame:
+                       local_window: int, meta: dict,
+                       control: torch.Tensor | None = None) -> pd.DataFrame:
     """Every dynamics metric of ``model`` in its current state, as tidy rows.
 
     Columns: metric, layer, head, position, value. ``tokens``/``distinct`` are the
-    behaviour stage's :func:`behaviour.evaluation_samples`; ``meta`` needs variant and
+    behaviour stage's :func:`behaviour.evaluation_samples` and ``control`` its control
+    sample (:func:`~inductionlab.core.data.control_sample`); ``meta`` needs variant and
     seed (for :func:`circuits.circuit_table`).
     """
     from .attention import head_score_table
@@ -160,7 +170,7 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
 
     # as in behaviour.behaviour_results (head_scores.csv and behaviour.csv)
     scores, _, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
-                                         return_logits=True)
+                                         return_logits=True, control_tokens=control)
     metrics = model_summary(model, tokens, task, logits=logits)
     for name in SCALAR_METRICS:
         add(name, metrics[name])
@@ -168,7 +178,8 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
         add("loss_pos", v, position=i)
     for r in scores.to_dict("records"):
         for name in HEAD_SCORES:
-            add(name, r[name], r["layer"], r["head"])
+            if name in r:
+                add(name, r[name], r["layer"], r["head"])
     for r in scores.groupby("layer", sort=True).first().reset_index().to_dict("records"):
         for name in CHANCE_METRICS:
             add(name, r[name], r["layer"])
@@ -190,12 +201,24 @@ def induction_layers(model_spec: dict) -> list[int]:
     return [l for l in range(int(model_spec["n_layers"])) if l >= 1 or l in smeared]
 
 
-def best_induction_heads(frame: pd.DataFrame, layers) -> pd.DataFrame:
-    """Per step, the head with the largest induction score among ``layers``.
+def induction_content_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per head and step, the induction score's content part: induction − its control."""
+    keys = ["step", "layer", "head"]
+    score = frame[frame["metric"] == "induction"].set_index(keys)["value"]
+    control = frame[frame["metric"] == control_column("induction")].set_index(keys)["value"]
+    content = (score - control).dropna().reset_index()
+    return content.assign(metric=content_column("induction"), position=-1)
+
+
+def best_induction_heads(frame: pd.DataFrame, layers, metric: str = "induction") -> pd.DataFrame:
+    """Per step, the head with the largest ``metric`` (the induction score, or its content
+    part) among ``layers``.
 
     Columns step, value, layer, head, by step; no rows when ``layers`` is empty.
     """
-    heads = frame[(frame["metric"] == "induction") & frame["layer"].isin(list(layers))]
+    if metric == content_column("induction"):
+        frame = induction_content_rows(frame)
+    heads = frame[(frame["metric"] == metric) & frame["layer"].isin(list(layers))]
     if heads.empty:
         return pd.DataFrame({"step": pd.Series(dtype=int), "value": pd.Series(dtype=float),
                              "layer": pd.Series(dtype=int), "head": pd.Series(dtype=int)})
@@ -204,10 +227,15 @@ def best_induction_heads(frame: pd.DataFrame, layers) -> pd.DataFrame:
 
 
 def best_induction_rows(frame: pd.DataFrame, layers) -> pd.DataFrame:
-    """The :data:`BEST_INDUCTION` rows of a dynamics frame (layer, head and position -1)."""
-    best = best_induction_heads(frame, layers)
-    return pd.DataFrame({"step": best["step"], "metric": BEST_INDUCTION, "layer": -1, "head": -1,
-                         "position": -1, "value": best["value"]})
+    """The :data:`BEST_INDUCTION` and :data:`BEST_INDUCTION_CONTENT` rows of a dynamics
+    frame (layer, head and position -1)."""
+    out = []
+    for metric, name in (("induction", BEST_INDUCTION),
+                         (content_column("induction"), BEST_INDUCTION_CONTENT)):
+        best = best_induction_heads(frame, layers, metric)
+        out.append(pd.DataFrame({"step": best["step"], "metric": name, "layer": -1, "head": -1,
+                                 "position": -1, "value": best["value"]}))
+    return pd.concat(out, ignore_index=True)
 
 
 def score_chance(frame: pd.DataFrame, score: str = "induction", layers=None) -> float:
@@ -244,6 +272,7 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     training step (its weights are model.pt's).
     """
     from .behaviour import evaluation_samples
+    from ..core.data import control_sample
     from ..core.metrics import per_token_loss
 
     task = spec.task
@@ -258,7 +287,9 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     n = min(dynamics_settings.get("n_sequences", behaviour_settings["n_sequences"]),
             behaviour_settings["n_sequences"])
     tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
-    tokens, distinct = tokens[:n], distinct[:n]  # a prefix: the behaviour stage's sequences
+    control = control_sample(behaviour_settings["n_sequences"], task, eval_seed)
+    # a prefix: the behaviour stage's sequences
+    tokens, distinct, control = tokens[:n], distinct[:n], control[:n]
     per_token = loss_tokens(task, dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
@@ -267,7 +298,7 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     for step, path in files:
         load_checkpoint(model, path, step)
         model.eval()
-        frame = checkpoint_metrics(model, task, tokens, distinct, local_window, meta)
+        frame = checkpoint_metrics(model, task, tokens, distinct, local_window, meta, control)
         frames.append(frame.assign(step=step))
         with torch.no_grad():
             losses.append(per_token_loss(model(per_token), per_token).numpy().astype(np.float32))

@@ -4,12 +4,44 @@ A head has an attention role only when its score is well above what uniform caus
 attention would get on the same queries and keys: at least ``times_chance`` × chance
 and at least chance + ``above_chance`` (both from ``behaviour.roles`` in the config).
 Copying and anti-copying come from the empirical copying score and ``copying_margin``.
+
+A score that looks for a copy of a token (:data:`COPY_SEEKING`) gives its role only when
+its content part (score − the same score on random sequences, the positional control)
+is also at least ``above_chance``: otherwise the head is looking at a position, not for
+a copy, and its role is ``positional_<score>`` (e.g. ``positional_induction``).
 Plain Python, no torch: the claims use the same rule on aggregated tables.
 """
 from __future__ import annotations
 
 # Scores that give a head a role, in the order roles are listed.
 ROLE_SCORES = ("previous_token", "induction", "prefix_matching", "local")
+# Scores that look for a copy of a token: their role needs the content part too.
+COPY_SEEKING = ("induction", "nearest_copy", "first_block", "prefix_matching")
+CONTROL, CONTENT = "control", "content"
+POSITIONAL = "positional"
+
+
+def control_column(score: str) -> str:
+    """The column of ``score`` on the control sample (random sequences)."""
+    return f"{score}_{CONTROL}"
+
+
+def content_column(score: str) -> str:
+    """The column of ``score``'s content part (score − control)."""
+    return f"{score}_{CONTENT}"
+
+
+def positional_role(score: str) -> str:
+    """The role of a head whose ``score`` passes the role rule by position alone."""
+    return f"{POSITIONAL}_{score}"
+
+
+def content_passes(scores: dict, score: str, rules: dict) -> bool:
+    """Does ``score``'s content part reach ``above_chance``? True for a score that does not
+    seek a copy, or a table without the control."""
+    if score not in COPY_SEEKING or content_column(score) not in scores:
+        return True
+    return scores[content_column(score)] >= rules["above_chance"]
 
 
 def role_threshold(chance: float, rules: dict) -> float:
@@ -23,10 +55,11 @@ def has_role(score: float, chance: float, rules: dict) -> bool:
 
 def head_roles(scores: dict, rules: dict) -> list[str]:
     """Roles of one head: each of :data:`ROLE_SCORES` whose score qualifies against its
-    ``<score>_chance``, then copying (copying score > +copying_margin) or anti_copying
+    ``<score>_chance`` (``positional_<score>`` for a copy-seeking score whose content part
+    does not reach ``above_chance``), then copying (copying score > +copying_margin) or anti_copying
     (< −copying_margin)."""
-    roles = [name for name in ROLE_SCORES
-             if has_role(scores[name], scores[f"{name}_chance"], rules)]
+    roles = [name if content_passes(scores, name, rules) else positional_role(name)
+             for name in ROLE_SCORES if has_role(scores[name], scores[f"{name}_chance"], rules)]
     if scores["copying"] > rules["copying_margin"]:
         roles.append("copying")
     elif scores["copying"] < -rules["copying_margin"]:

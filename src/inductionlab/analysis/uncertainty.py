@@ -20,6 +20,7 @@ Interval columns are named by :func:`interval_columns`: ``low``/``high`` beside 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,12 +41,16 @@ def _rng(seed: int, purpose: str) -> np.random.Generator:
     return np.random.default_rng(derive_seed(seed, f"bootstrap:{purpose}"))
 
 
+@lru_cache(maxsize=16)
 def resample_counts(n: int, seed: int, purpose: str, resamples: int = RESAMPLES) -> np.ndarray:
     """Multinomial counts [resamples, n]: how often each of ``n`` units is drawn in each
-    bootstrap resample (seeded from (seed, purpose): the same resamples for every model)."""
+    bootstrap resample (seeded from (seed, purpose): the same resamples for every model).
+    Cached and read-only: every score of one sample shares its resamples."""
     if n < 1:
         raise ValueError("a bootstrap needs at least one unit")
-    return _rng(seed, purpose).multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    counts = _rng(seed, purpose).multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(np.float64)
+    counts.flags.writeable = False
+    return counts
 
 
 def _percentiles(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

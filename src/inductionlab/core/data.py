@@ -55,6 +55,12 @@ def sample_sequences(n: int, task: TaskConfig, gen: torch.Generator) -> torch.Te
     return repeat_blocks(sample_blocks(n, task, gen), task.n_blocks)
 
 
+def control_sample(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
+    """The positional control: ``n`` sequences of ``seq_len`` letters drawn uniformly and
+    independently (no repeated block), from the generator (seed, "control-sample")."""
+    return torch.randint(0, task.vocab_size, (n, task.seq_len), generator=generator(seed, "control-sample"))
+
+
 def validation_set(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
     """A fixed validation set; depends only on ``(n, task, seed)``."""
     return sample_sequences(n, task, generator(seed, "validation"))

@@ -195,6 +195,7 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
 
 SCORE_ABBREVIATIONS = {"induction": "ind", "previous_token": "prev"}
 ROLE_ABBREVIATIONS = {"previous_token": "prev", "induction": "ind", "prefix_matching": "prefix",
+                      "positional_induction": "pos-ind", "positional_prefix_matching": "pos-prefix",
                       "local": "local", "copying": "copy", "anti_copying": "anti-copy",
                       "none": "no role"}
 
