@@ -33,7 +33,7 @@ import pandas as pd
 import torch
 
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, decode, encode,
-                   repeat_blocks, sample_blocks)
+                         predictable_mask, repeat_blocks, sample_blocks)
 from ..core.seeding import generator
 from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
 
@@ -429,6 +429,131 @@ def model_summary(model, tokens: torch.Tensor, task: TaskConfig, logits=None) ->
             "loss_pos": metrics["loss_pos"]}
 
 
+def sequence_measures(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConfig) -> dict[str, Measure]:
+    """:func:`model_summary` of the logits on ``tokens``, each value with its sequences'
+    own values (bootstrap over sequences): loss_all, loss_pred, acc_pred, icl_score and
+    loss_pos{i} for every prediction i; then ``repeat_when_correct_rate`` (exact binomial)
+    and ``repeat_when_correct_n`` (a count: no interval)."""
+    from ..core.metrics import per_token_loss
+
+    summary = model_summary(None, tokens, task, logits=logits)
+    losses = per_token_loss(logits, tokens).double()  # [B, T - 1]
+    mask = predictable_mask(task).to(losses.device)
+    correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:])[:, mask].double()
+    out = {"loss_all": mean_measure(losses.mean(-1), summary["loss_all"]),
+           "loss_pred": mean_measure(losses[:, mask].mean(-1), summary["loss_pred"]),
+           "acc_pred": mean_measure(correct.mean(-1), summary["acc_pred"]),
+           "icl_score": mean_measure(losses[:, -1] - losses[:, 0], summary["icl_score"])}
+    out.update({f"loss_pos{i}": mean_measure(losses[:, i], v) for i, v in enumerate(summary["loss_pos"])})
+    k, n = repeat_when_correct_counts(logits, tokens, task.first_predictable)
+    out["repeat_when_correct_rate"] = Measure(float(k) / n if n else math.nan, events=(k, n))
+    out["repeat_when_correct_n"] = Measure(float(n))
+    return out
+
+
+# ---------------------------------------------------------------- content or position
+
+def period_sequences(task: TaskConfig, period: int, n: int, seed: int) -> torch.Tensor:
+    """``n`` sequences of ``seq_len`` tokens that repeat a block of ``period`` distinct letters
+    (drawn uniformly without replacement; generator (seed, "period-{period}")): [n, T]."""
+    blocks = blocks_with_pattern(ALPHABET[:period], n, task.vocab_size,
+                                 generator(seed, f"period-{period}"))
+    return repeat_blocks(blocks, -(-task.seq_len // period))[:, :task.seq_len]
+
+
+@torch.no_grad()
+def period_measures(model, task: TaskConfig, periods, n: int, seed: int) -> dict[str, Measure]:
+    """The period test: ``period{p}_acc``, teacher-forced argmax accuracy on
+    :func:`period_sequences` of each period p, with its bootstrap interval over sequences.
+
+    Scored are the predictions made at positions i >= p, where the current letter has
+    occurred before (p back); they predict tokens p + 1 .. T - 1. The first letter of the
+    second block (token p) is left out: nothing in the context determines it for a model
+    that does not already know the period. A model that copies what followed the earlier
+    occurrence of the current letter scores 1 at every p; one that copies the letter
+    ``s`` back by position predicts token i - s for token i + 1, right only where p
+    divides s + 1 (the task's block_len for a model trained to wrap the block).
+    """
+    out = {}
+    for p in dict.fromkeys(periods):
+        seq = period_sequences(task, p, n, seed)
+        correct = (_logits(model, seq)[:, p:-1].argmax(-1) == seq[:, p + 1:]).float()
+        out[f"period{p}_acc"] = mean_measure(correct.mean(-1), correct.mean().item())
+    return out
+
+
+def shared_prefix_prompts(task: TaskConfig, prefix_len: int, n: int,
+                          seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``n`` first-or-nearest prompts P X P D P: [n, 2 * block_len + prefix_len].
+
+    Two blocks of ``block_len`` letters, P+X and P+D, share their first ``prefix_len``
+    letters P and no other (2 * block_len - prefix_len distinct letters, drawn uniformly
+    without replacement; generator (seed, "shared-prefix-prompts")); P follows them again
+    (ABCXYZABCDEF + ABC). Also returns X[0] and D[0] [n]: the next letter after the last
+    letter of P in the first block and in the nearest.
+    """
+    bl, p = task.block_len, prefix_len
+    letters = torch.argsort(torch.rand(n, task.vocab_size, generator=generator(seed, "shared-prefix-prompts")),
+                            dim=1)[:, :2 * bl - p]
+    prefix, first, nearest = letters[:, :p], letters[:, p:bl], letters[:, bl:]
+    return torch.cat([prefix, first, prefix, nearest, prefix], dim=1), first[:, 0], nearest[:, 0]
+
+
+def shared_prefix_fits(task: TaskConfig, prefix_len: int) -> bool:
+    """Whether the prompts of :func:`shared_prefix_prompts` fit the task: their letters in the
+    vocabulary and their length in the context."""
+    bl = task.block_len
+    return 2 * bl - prefix_len <= task.vocab_size and 2 * bl + prefix_len <= task.seq_len
+
+
+@torch.no_grad()
+def shared_prefix_measures(model, task: TaskConfig, prefix_len: int, n: int,
+                           seed: int) -> dict[str, Measure]:
+    """Which block the model continues on :func:`shared_prefix_prompts`, teacher-forced.
+
+    The argmax after the last letter of P either follows the first block (X[0]), the
+    nearest (D[0]) or neither: ``shared_prefix_follows_first`` and
+    ``shared_prefix_follows_nearest`` are the shares of prompts (exact binomial
+    intervals), ``shared_prefix_nearest_minus_first`` the mean over prompts of the
+    difference of the two indicators (bootstrap interval over prompts). A model that
+    copies what followed the most recent earlier occurrence of the current letter follows
+    the nearest; one that copies what followed its first occurrence, the first. None when
+    the prompts do not fit the task (:func:`shared_prefix_fits`).
+    """
+    if not shared_prefix_fits(task, prefix_len):
+        return {}
+    seq, first, nearest = shared_prefix_prompts(task, prefix_len, n, seed)
+    predicted = _logits(model, seq)[:, -1].argmax(-1)
+    follows_first, follows_nearest = predicted == first, predicted == nearest
+    return {"shared_prefix_follows_first": rate_measure(follows_first),
+            "shared_prefix_follows_nearest": rate_measure(follows_nearest),
+            "shared_prefix_nearest_minus_first": mean_measure(follows_nearest.double()
+                                                              - follows_first.double())}
+
+
+def settings_problems(settings: dict, task: TaskConfig) -> list[str]:
+    """What is wrong with ``period_lengths`` and ``shared_prefix_len`` of the behaviour
+    settings for ``task``, one line per problem naming the key (none: an empty list).
+
+    A period needs its distinct letters in the vocabulary and a prediction after the
+    letter that first repeats: 2 <= p <= min(vocab_size, seq_len - 2). The shared prefix
+    leaves each block a letter of its own: 1 <= prefix_len <= block_len - 1.
+    """
+    problems = []
+    top = min(task.vocab_size, task.seq_len - 2)
+    for p in settings.get("period_lengths", PERIOD_LENGTHS):
+        if not 2 <= p <= top:
+            problems.append(f"behaviour.period_lengths: {p} must be between 2 and {top} (the "
+                            f"block's distinct letters among vocab_size = {task.vocab_size}, and "
+                            f"a prediction after its first repeat in {task.seq_len} tokens)")
+    prefix = settings.get("shared_prefix_len", SHARED_PREFIX_LEN)
+    if not 1 <= prefix <= task.block_len - 1:
+        problems.append(f"behaviour.shared_prefix_len: {prefix} must be between 1 and "
+                        f"task.block_len - 1 = {task.block_len - 1} (each block keeps a letter "
+                        "of its own)")
+    return problems
+
+
 # ---------------------------------------------------------------- the stage
 
 def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -448,10 +573,15 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     """The behaviour stage's results for one model: ``(tables, arrays)``.
 
     ``tables``: ``completions``, ``failure_modes``, ``head_scores`` and ``summary`` (metric,
-    value), each with the model's variant and seed first; ``arrays``: the mean pattern and
-    offset profile of every layer and the patterns on every suite prompt.
+    value, low, high: the value's 95 % interval, NaN where it has none), each with the
+    model's variant and seed first; ``arrays``: the mean pattern and offset profile of
+    every layer and the patterns on every suite prompt. The summary holds
+    :func:`sequence_measures` on the behaviour sample, :func:`random_prompt_measures`,
+    :func:`period_measures` (``n_sequences`` sequences per period) and
+    :func:`shared_prefix_measures` (``n_random_prompts`` prompts).
     ``spec``: the model's :class:`~inductionlab.core.spec.Spec`; ``settings``: the
-    behaviour settings.
+    behaviour settings (``period_lengths`` and ``shared_prefix_len`` take their defaults
+    when absent). Raises ValueError on a bad prompt or setting before any model runs.
     """
     from .attention import head_score_table, offset_profile
     from .roles import head_roles
@@ -459,8 +589,14 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     task, name = spec.task, spec.name
     ident = {"variant": spec.variant, "seed": spec.seed}
     prompts = [p["prompt"] for p in settings["prompts"]]
-    for p in prompts:  # every prompt is checked before any model runs
+    for p in prompts:  # every prompt and setting is checked before any model runs
         check_prompt(p, task)
+    problems = settings_problems(settings, task)
+    if problems:
+        raise ValueError("; ".join(problems))
+    seed = settings["eval_seed"]
+    periods = settings.get("period_lengths", PERIOD_LENGTHS)
+    prefix_len = settings.get("shared_prefix_len", SHARED_PREFIX_LEN)
 
     log(f"[{name}] scoring heads on {settings['n_sequences']} sequences")
     tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
@@ -475,15 +611,17 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     prompt_arrays = prompt_attention(model, list(completions["prompt"]),
                                      list(completions["completion"]), task)
 
-    log(f"[{name}] random prompts and failure modes")
-    summary = model_summary(model, tokens, task, logits=logits)
-    summary.update({f"loss_pos{i}": v for i, v in enumerate(summary.pop("loss_pos"))})
-    summary["repeat_when_correct_rate"], summary["repeat_when_correct_n"] = repeat_when_correct(
-        logits, tokens, task.first_predictable)
-    summary.update(random_prompt_summary(model, task, settings["n_random_prompts"],
-                                         settings["random_prompt_lengths"], settings["eval_seed"]))
+    log(f"[{name}] random prompts, period test, first-or-nearest prompts and failure modes")
+    measures = sequence_measures(logits, tokens, task)
+    measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
+                                           settings["random_prompt_lengths"], seed))
+    measures.update(period_measures(model, task, periods, settings["n_sequences"], seed))
+    if not shared_prefix_fits(task, prefix_len):
+        log(f"[{name}] no first-or-nearest prompts: {2 * task.block_len - prefix_len} letters "
+            f"and {2 * task.block_len + prefix_len} tokens do not fit the task")
+    measures.update(shared_prefix_measures(model, task, prefix_len, settings["n_random_prompts"], seed))
     failures = failure_modes(model, task, settings["failure_samples"],
-                             settings["failure_prompt_len"], settings["eval_seed"])
+                             settings["failure_prompt_len"], seed)
 
     arrays = dict(prompt_arrays)
     for l, mean in enumerate(means):
@@ -494,9 +632,9 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
         return pd.concat([pd.DataFrame([ident] * len(frame)), frame.reset_index(drop=True)], axis=1)
 
     worst = failures.sort_values("error_mass", ascending=False).head(3)
-    log(f"[{name}] acc_pred {summary['acc_pred']:.3f}; worst patterns: "
+    log(f"[{name}] acc_pred {measures['acc_pred'].value:.3f}; worst patterns: "
         + ", ".join(f"{r.pattern} ({r.teacher_forced_acc:.2f})" for r in worst.itertuples()))
     tables = {"completions": tidy(completions), "failure_modes": tidy(failures),
               "head_scores": tidy(scores),
-              "summary": tidy(pd.DataFrame({"metric": list(summary), "value": list(summary.values())}))}
+              "summary": tidy(measure_table(measures, seed))}
     return tables, arrays

@@ -42,10 +42,12 @@ next-token losses on one fixed evaluation set shared by every model (``eval_size
 sequences from the generator (behaviour ``eval_seed``, "per-token-loss")); ``tokens``
 [n_seq, T] that set; ``meta`` (JSON: variant, seed, eval_seed, eval_size).
 
-``phase_change.csv``: one row per (model, detector), :data:`PHASE_COLUMNS`: the detected
-step (an integer, or :data:`NEVER` / :data:`NONE_FORMED`), its value, the chance level,
-the head, a note saying why nothing was detected, and the definition in words; see
-:func:`steepest_drop` and :func:`induction_rise`.
+``phase_change.csv``: :data:`PHASE_COLUMNS`, three rows per model (:func:`phase_change_table`):
+the logistic fits to the predictable-target loss (``loss_pred``) and to the best head's
+induction content part (``induction_content``) — shape, direction, midpoint and span with
+their 95 % intervals, R², asymptotes, whether induction formed — and ``coincidence``, the
+gap between the two midpoints in ln steps with its interval (``value``, ``low``, ``high``),
+each with a note and the definition in words.
 
 ``per_token_loss_pca.csv`` (all models): one PCA of the per-token loss vectors of every
 checkpoint of every model (:func:`pca`); columns variant, seed, step, PC1, PC2,
@@ -54,6 +56,7 @@ explained_variance_PC1, explained_variance_PC2 (ratios, the same on every row).
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -66,13 +69,11 @@ from .roles import content_column, control_column
 from ..core.loading import load_checkpoint
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
-PHASE_COLUMNS = ["variant", "seed", "metric", "step", "value", "chance", "layer", "head", "note",
-                 "definition"]
+PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "direction", "midpoint", "midpoint_low",
+                 "midpoint_high", "span", "span_low", "span_high", "r2", "start", "end", "drop",
+                 "one_drop", "formed", "value", "low", "high", "note", "definition"]
 PCA_COLUMNS = ["variant", "seed", "step", "PC1", "PC2",
                "explained_variance_PC1", "explained_variance_PC2"]
-NEVER = "never"
-NONE_FORMED = "none formed"
-NOT_DETECTED = (NEVER, NONE_FORMED)
 
 SCALAR_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")
 HEAD_SCORES = (ATTENTION_SCORES + tuple(control_column(name) for name in ATTENTION_SCORES)
@@ -83,22 +84,6 @@ BEST_INDUCTION_CONTENT = "best_induction_content"
 CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
                    "ov_sum": "ov_sum_positivity", "qk": "qk_positivity"}
 
-STEEPEST_DROP_DEFINITION = (
-    "step of steepest drop in loss on predictable targets (behaviour sample): the loss "
-    "at the checkpoints, linearly interpolated in u = ln(step + 1) on a uniform grid of "
-    "{grid} points and smoothed with a Gaussian of sd {smoothing} in u, falls fastest per "
-    "unit of u there; value = that rate (nats per unit ln(step + 1)); 'never' if the "
-    "fastest rate is below {min_rate}")
-INDUCTION_RISE_DEFINITION = (
-    "first checkpoint step at which the best head's induction score (attention on every "
-    "earlier copy of the token to be predicted, keys j >= 1, mean over queries i >= "
-    "{block_len}, behaviour sample; best over the heads of {layers}, the layers that can "
-    "form an induction head: layer >= 1 or smeared keys) reaches chance + {fraction:g} x "
-    "(final - chance), where chance is the score of uniform causal attention on the same "
-    "queries and keys and final the best score at the last checkpoint; value = the best "
-    "score there, layer/head = that head; 'none formed' if final - chance < {min_gain:g} or "
-    "no layer can form an induction head")
-NO_LAYER_NOTE = "no layer can form an induction head (needs layer >= 1 or smeared keys)"
 
 
 # ------------------------------------------------------------------ checkpoints
@@ -323,80 +308,76 @@ def metric_curve(frame: pd.DataFrame, metric: str, layer: int = -1, head: int = 
 
 # ------------------------------------------------------------------ phase change
 
+LOSS_FIT, INDUCTION_FIT, COINCIDENCE = "loss_pred", "induction_content", "coincidence"
+FIT_DEFINITION = (
+    "logistic in u = ln(step + 1) fitted to {what} over the checkpoints, y = y_end + "
+    "(y_start - y_end) sigmoid(-(u - m)/w): midpoint = e^m - 1 (steps), span = e^(2 ln 9 w) "
+    "(the factor in steps over which 10-90 % of the change happens), R^2, 95 % intervals "
+    "from a residual bootstrap; shape 'phase change' when span <= {max_span:g} and "
+    "R^2 >= {min_r2:g}, 'smooth' for a wider single change, 'two drops' when two logistics "
+    "fit far better, 'flat' when nothing rises above the noise")
+COINCIDENCE_DEFINITION = (
+    "|ln((midpoint_loss + 1)/(midpoint_induction + 1))|: 'at the same time' when <= ln {factor:g}, "
+    "judged with its 95 % interval; measured only when both curves are phase changes and an "
+    "induction head formed")
+NO_LAYER_NOTE = ("no layer can form an induction head (needs layer >= 1 or smeared keys): the "
+                 "fit is of the best head of every layer, the control")
 
-def steepest_drop(steps, values, smoothing: float = 0.25, min_rate: float = 0.1,
-                  grid: int = 1024) -> tuple[int | str, float]:
-    """Step at which ``values`` fall fastest per unit of ln(step + 1), and that rate.
 
-    The curve is linearly interpolated in u = ln(step + 1) onto ``grid`` evenly spaced
-    points, smoothed with a Gaussian of standard deviation ``smoothing`` (in u; edges
-    padded with the end values) and differentiated. The largest decrease rate wins; its
-    u is turned back into a step, ``round(exp(u) - 1)``. Between two checkpoints the
-    interpolation is linear, so a drop confined to one interval is placed at its
-    geometric midpoint; the smoothing keeps closely spaced, noisy checkpoints (the
-    regular ones late in training) from outweighing a real drop. Returns
-    ``("never", rate)`` when the largest rate is below ``min_rate`` (a flat curve) or
-    there are fewer than two checkpoints.
+def _fit_row(fit, meta: dict, name: str, definition: str, formed: bool = True, note: str = "") -> dict:
+    from .phase_change import PHASE_CHANGE, SMOOTH
+
+    return {**meta, "metric": name, "shape": fit.shape, "direction": fit.direction,
+            "midpoint": fit.midpoint, "midpoint_low": fit.midpoint_low,
+            "midpoint_high": fit.midpoint_high, "span": fit.span, "span_low": fit.span_low,
+            "span_high": fit.span_high, "r2": fit.r2, "start": fit.start, "end": fit.end,
+            "drop": fit.drop, "one_drop": float(fit.shape in (PHASE_CHANGE, SMOOTH)),
+            "formed": float(formed), "value": math.nan, "low": math.nan, "high": math.nan,
+            "note": " ".join(t for t in (note, fit.note) if t), "definition": definition}
+
+
+def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 0) -> pd.DataFrame:
+    """The phase change of one model's dynamics frame, measured as a shape
+    (:data:`PHASE_COLUMNS`; :mod:`.phase_change`): a logistic fit to the loss on predictable
+    targets, one to the best head's induction content part (over ``layers``, the model's
+    :func:`induction_layers`; over every layer for a model that has none, the control), and
+    whether their midpoints coincide. Induction counts as formed when the best content
+    part at the last checkpoint is at least ``min_induction_gain``; when it did not form (or
+    either curve is not a phase change) the coincidence has no value and its note says why.
     """
-    steps = np.asarray(steps, dtype=float)
-    values = np.asarray(values, dtype=float)
-    if steps.shape != values.shape or steps.ndim != 1:
-        raise ValueError(f"steps and values must be 1-d of equal length, got {steps.shape} and {values.shape}")
-    order = np.argsort(steps)
-    steps, values = steps[order], values[order]
-    if len(steps) < 2 or steps[-1] == steps[0]:
-        return NEVER, 0.0
-    u = np.log(steps + 1.0)
-    grid_u = np.linspace(u[0], u[-1], grid)
-    du = grid_u[1] - grid_u[0]
-    curve = np.interp(grid_u, u, values)
-    sd = smoothing / du
-    if sd > 0:
-        half = int(np.ceil(4 * sd))
-        x = np.arange(-half, half + 1)
-        kernel = np.exp(-0.5 * (x / sd) ** 2)
-        curve = np.convolve(np.pad(curve, half, mode="edge"), kernel / kernel.sum(), mode="valid")
-    rate = -np.gradient(curve, du)
-    k = int(np.argmax(rate))
-    if not rate[k] >= min_rate:
-        return NEVER, float(max(rate[k], 0.0))
-    return int(round(float(np.exp(grid_u[k]) - 1.0))), float(rate[k])
+    from .phase_change import MAX_SPAN, MIN_R2, fit_logistic, same_time
 
-
-def _gain_phrase(gain: float) -> str:
-    return f"{gain:.3f} above" if gain >= 0 else f"{-gain:.3f} below"
-
-
-def induction_rise(best: pd.DataFrame, chance: float, fraction: float = 0.5,
-                   min_gain: float = 0.1) -> dict:
-    """When the best head's induction score rose from chance to its final level.
-
-    ``best``: :func:`best_induction_heads` (step, value, layer, head per checkpoint).
-    With final = the best score at the last checkpoint, the step is the first
-    checkpoint whose best score reaches chance + ``fraction`` x (final - chance); value,
-    layer and head are that checkpoint's best head. When final - chance < ``min_gain``
-    no induction head formed: the step is :data:`NONE_FORMED`, value/layer/head those
-    of the last checkpoint, and the note says why (as it does when ``best`` is empty:
-    the model has no layer that can form one). Returns a dict with step, value, layer,
-    head and note ("" when the step was found).
-    """
-    best = best.sort_values("step")
-    if best.empty:
-        return {"step": NONE_FORMED, "value": float("nan"), "layer": -1, "head": -1,
-                "note": NO_LAYER_NOTE}
-    last = best.iloc[-1]
-    final = float(last["value"])
-    gain = final - chance
-    if not gain >= min_gain:
-        return {"step": NONE_FORMED, "value": final, "layer": int(last["layer"]),
-                "head": int(last["head"]),
-                "note": (f"no induction head formed: the best head's final induction score "
-                         f"{final:.3f} (L{int(last['layer'])}H{int(last['head'])}) is "
-                         f"{_gain_phrase(gain)} chance {chance:.3f} (< {min_gain:g})")}
-    reached = best[best["value"].to_numpy(dtype=float) >= chance + fraction * gain]
-    hit = reached.iloc[0]
-    return {"step": int(hit["step"]), "value": float(hit["value"]), "layer": int(hit["layer"]),
-            "head": int(hit["head"]), "note": ""}
+    meta = {"variant": frame["variant"].iloc[0], "seed": int(frame["seed"].iloc[0])}
+    min_gain = settings["min_induction_gain"]
+    steps, loss = metric_curve(frame, "loss_pred")
+    loss_fit = fit_logistic(steps, loss, seed=seed)
+    rows = [_fit_row(loss_fit, meta, LOSS_FIT, FIT_DEFINITION.format(
+        what="the loss on predictable targets", max_span=MAX_SPAN, min_r2=MIN_R2))]
+    fit_layers = list(layers) or sorted(frame.loc[frame["metric"] == "induction", "layer"].unique())
+    best = best_induction_heads(frame, fit_layers, content_column("induction"))
+    what = ("the best head's induction content part (induction score - its positional "
+            "control), best over " + _layers_phrase(fit_layers))
+    definition = FIT_DEFINITION.format(what=what, max_span=MAX_SPAN, min_r2=MIN_R2)
+    coincidence = {**meta, "metric": COINCIDENCE, "value": math.nan, "low": math.nan,
+                   "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=2)}
+    if len(best) >= 5:
+        final = float(best["value"].iloc[-1])
+        formed = bool(layers) and final >= min_gain
+        note = (NO_LAYER_NOTE if not layers else "" if formed else
+                f"no induction head formed: the best content part at the last checkpoint is "
+                f"{final:.3f} (< {min_gain:g}).")
+        induction_fit = fit_logistic(best["step"].to_numpy(), best["value"].to_numpy(dtype=float),
+                                     seed=seed + 1)
+        rows.append(_fit_row(induction_fit, meta, INDUCTION_FIT, definition, formed, note))
+        if formed:
+            gap = same_time(loss_fit, induction_fit, 2.0)
+            coincidence.update(value=gap["gap"], low=gap["low"], high=gap["high"], note=gap["note"])
+        else:
+            coincidence["note"] = f"coincidence not measured: {note}"
+    else:
+        coincidence["note"] = "coincidence not measured: no induction scores to fit"
+    rows.append(coincidence)
+    return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
 def _layers_phrase(layers) -> str:
@@ -404,32 +385,6 @@ def _layers_phrase(layers) -> str:
     if not layers:
         return "no layer"
     return ("layer " if len(layers) == 1 else "layers ") + ", ".join(map(str, layers))
-
-
-def phase_change_table(frame: pd.DataFrame, settings: dict, block_len: int,
-                       layers) -> pd.DataFrame:
-    """The two phase-change detectors of one model's dynamics frame (:data:`PHASE_COLUMNS`).
-
-    ``layers``: the model's :func:`induction_layers`.
-    """
-    variant, seed = frame["variant"].iloc[0], int(frame["seed"].iloc[0])
-    smoothing, min_rate = settings["drop_smoothing"], settings["min_drop_rate"]
-    fraction, min_gain = settings["induction_rise_fraction"], settings["min_induction_gain"]
-    steps, loss = metric_curve(frame, "loss_pred")
-    drop_step, rate = steepest_drop(steps, loss, smoothing, min_rate)
-    rows = [{"variant": variant, "seed": seed, "metric": "steepest_drop_loss_pred",
-             "step": drop_step, "value": rate, "chance": float("nan"), "layer": -1, "head": -1,
-             "note": "",
-             "definition": STEEPEST_DROP_DEFINITION.format(grid=1024, smoothing=smoothing,
-                                                           min_rate=min_rate)}]
-    chance = score_chance(frame, "induction", layers)
-    rise = induction_rise(best_induction_heads(frame, layers), chance, fraction, min_gain)
-    rows.append({"variant": variant, "seed": seed, "metric": "induction_rise", **rise,
-                 "chance": chance,
-                 "definition": INDUCTION_RISE_DEFINITION.format(
-                     block_len=block_len, layers=_layers_phrase(layers), fraction=fraction,
-                     min_gain=min_gain)})
-    return pd.DataFrame(rows, columns=PHASE_COLUMNS)
 
 
 # ------------------------------------------------------------------ PCA
@@ -506,19 +461,20 @@ def dynamics_results(model, spec, checkpoints_dir, behaviour: dict, settings: di
     """The dynamics stage's results for one model: ``(dynamics, per-token losses,
     phase_change)``; the losses' ``meta`` (variant, seed, evaluation set) included."""
     frame, losses, layers = model_dynamics(model, spec, checkpoints_dir, behaviour, settings, log)
-    phase = phase_change_table(frame, settings, spec.task.block_len, layers)
+    phase = phase_change_table(frame, settings, layers, seed=spec.seed)
     meta = {"variant": spec.variant, "seed": spec.seed, "eval_seed": behaviour["eval_seed"],
             "eval_size": settings["eval_size"]}
     for r in phase.itertuples():
-        log(f"[{spec.name}] {r.metric}: {r.step} (value {r.value:.3f})"
-            + (f": {r.note}" if r.note else ""))
+        log(f"[{spec.name}] {r.metric}: " + (f"{r.shape}, midpoint {r.midpoint:.0f}, span "
+                                             f"{r.span:.2f}, R2 {r.r2:.3f}" if r.metric != COINCIDENCE
+                                             else f"gap {r.value:.3f}") + (f"; {r.note}" if r.note else ""))
     return frame, {"meta": np.array(json.dumps(meta)), **losses}, phase
 
 
 def read_phase_change(path) -> pd.DataFrame:
-    """A phase_change.csv: step as text (an integer or a word), an empty note as ""."""
+    """A phase_change.csv, an empty note as ""."""
     from ..core.loading import read_table
 
-    frame = read_table(path, PHASE_COLUMNS, dtype={"step": str, "note": str})
+    frame = read_table(path, PHASE_COLUMNS, dtype={"note": str, "shape": str})
     frame["note"] = frame["note"].fillna("")
     return frame

@@ -151,7 +151,8 @@ def _check(steps, values) -> tuple[np.ndarray, np.ndarray]:
     steps = np.asarray(steps, dtype=float)
     values = np.asarray(values, dtype=float)
     if steps.ndim != 1 or values.ndim != 1:
-        raise ValueError(f"steps and values must be 1-d, got shapes {steps.shape} and {values.shape}")
+        raise ValueError(f"steps and values must be 1-d, got shapes {steps.shape} and "
+                         f"{values.shape}")
     if steps.shape != values.shape:
         raise ValueError(f"steps and values differ in length: {steps.shape[0]} steps, "
                          f"{values.shape[0]} values")
@@ -279,10 +280,11 @@ def _fit_two(u, y):
     gained, b1, b2, _, _ = (v[0] for v in _two_profile(u, yc, p[None, :]))
     if not np.isfinite(gained):
         return None
+    sse = float(max(sst - gained, 0.0))
     (m1, lnw1, d1), (m2, lnw2, d2) = sorted([(p[0], p[1], b1), (p[2], p[3], b2)])
     return {"m1": float(m1), "w1": float(np.exp(lnw1)), "b1": float(d1),
             "m2": float(m2), "w2": float(np.exp(lnw2)), "b2": float(d2),
-            "sse": float(max(sst - gained, 0.0)), "r2": float(1.0 - (sst - gained) / sst) if sst > 0 else 0.0}
+            "sse": sse, "r2": 1.0 - sse / sst if sst > 0 else 0.0}
 
 
 def _step(m: float) -> float:
@@ -326,9 +328,9 @@ def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midp
                       f"from noise")
     if span <= MAX_SPAN and r2 >= MIN_R2:
         return PHASE_CHANGE, (
-            f"a single change of {drop:.3g} ({abs(drop) / residual_sd:.3g} residual sds) "
-            f"centred at step {midpoint:.3g}, covering 10–90 % within a factor of {span:.3g} "
-            f"in steps (<= {MAX_SPAN:g}), with R² = {r2:.3f} (>= {MIN_R2})")
+            f"a single change of {drop:.3g} (residual sd {residual_sd:.3g}) centred at step "
+            f"{midpoint:.3g}, covering 10–90 % within a factor of {span:.3g} in steps "
+            f"(<= {MAX_SPAN:g}), with R² = {r2:.3f} (>= {MIN_R2})")
     reasons = []
     if span > MAX_SPAN:
         reasons.append(f"its 10–90 % span is a factor of {span:.3g} in steps (> {MAX_SPAN:g})")
@@ -389,10 +391,14 @@ def fit_logistic(steps, values, *, resamples: int = RESAMPLES, seed: int = 0) ->
         m_replicates=np.asarray(m_reps, dtype=float), note=note)
 
 
-def logistic_curve(steps, fit: LogisticFit) -> np.ndarray:
-    """The fitted logistic of ``fit`` at ``steps`` (for figures)."""
+def logistic_curve(steps, fit) -> np.ndarray:
+    """The fitted logistic at ``steps`` (for figures): ``fit`` is a :class:`LogisticFit` or
+    a row of a table with its midpoint, span, start and end (phase_change.csv)."""
+    get = fit.get if hasattr(fit, "get") else lambda k: getattr(fit, k)
+    midpoint, span, start, end = (float(get(k)) for k in ("midpoint", "span", "start", "end"))
     u = np.log(np.asarray(steps, dtype=float) + 1.0)
-    return fit.end + fit.drop * _falling(u, fit.m, math.log(fit.w))
+    w = math.log(span) / (2.0 * _LN9)
+    return end + (start - end) * _falling(u, math.log1p(midpoint), math.log(w))
 
 
 def same_time(a: LogisticFit, b: LogisticFit, factor: float = 2.0) -> dict:

@@ -18,24 +18,37 @@ two_layer), its role. A *family* maps roles to trained models: the write-up's ow
 maps some roles to other models, and the claims of those roles are evaluated on them
 (every ``variant:`` inside a metric follows the same map). Each row names its family and
 role; :func:`family_comparison` sets the families' outcomes side by side.
+
+Uncertainty. A metric's value comes with its 95 % interval (:class:`Estimate`): the
+interval columns beside a table's column (``low``/``high`` beside ``value``,
+``<column>_low``/``<column>_high`` beside any other; see
+:func:`inductionlab.analysis.uncertainty.interval_columns`), carried through reductions
+and derived metrics (:func:`reduce_estimates`, :func:`difference`, ...). A value read from
+weights alone has no interval: it is exact. Per seed a claim *holds* when its whole
+interval lies on the holding side of the threshold, *fails* when its whole interval lies
+on the other side, and is *too close to call* when the interval contains the threshold.
+A claim of absence ("never repeats", "has no induction head") is read the same way, which
+makes it an equivalence test: it holds only when the interval's far end is on the right
+side.
 """
 from __future__ import annotations
 
 import math
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from ..analysis.roles import role_threshold
+from ..analysis.roles import content_column, role_threshold
+from ..analysis.uncertainty import interval_columns, mean_interval
 
-HOLDS, FAILS, NOT_MEASURED = "holds", "fails", "not measured"
+HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED = "holds", "fails", "too close to call", "not measured"
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
 WRITE_UP_TITLE = "the write-up's models"
-MARKS = {HOLDS: "✓", FAILS: "✗", NOT_MEASURED: "–"}
-INFINITY_NOTE = {"phase_change_gap": "∞: one of the two steps was never reached in training",
-                 "ratio": "∞: division by zero", "chance_excess_ratio": "∞: division by zero"}
+MARKS = {HOLDS: "✓", FAILS: "✗", TOO_CLOSE: "?", NOT_MEASURED: "–"}
+INFINITY_NOTE = {"ratio": "∞: division by zero", "chance_excess_ratio": "∞: division by zero"}
 
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                "==": operator.eq}
@@ -112,6 +125,48 @@ def load_claims(path) -> list[dict]:
 
 # ---------------------------------------------------------------- metrics
 
+
+@dataclass(frozen=True)
+class Estimate:
+    """A measured value and its 95 % interval; ``low``/``high`` NaN: exact (from weights)."""
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+
+    @property
+    def exact(self) -> bool:
+        return math.isnan(self.low) or math.isnan(self.high)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(low, high), the value itself twice when exact."""
+        return (self.value, self.value) if self.exact else (self.low, self.high)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def exact(value: float) -> Estimate:
+    return Estimate(float(value))
+
+
+def decide(compare: str, threshold: float, estimate: Estimate) -> str:
+    """HOLDS when every value of the interval passes ``compare threshold``, FAILS when none
+    does, TOO_CLOSE when the interval contains the threshold."""
+    test = COMPARISONS[compare]
+    low, high = estimate.bounds
+    if compare == "==":
+        if low == high == threshold:
+            return HOLDS
+        return TOO_CLOSE if low <= threshold <= high else FAILS
+    ok_low, ok_high = test(low, threshold), test(high, threshold)
+    if ok_low and ok_high:
+        return HOLDS
+    if not ok_low and not ok_high:
+        return FAILS
+    return TOO_CLOSE
+
+
 def _rows(tables: dict, spec: dict, variant: str, seed: int) -> pd.DataFrame:
     name = spec["table"]
     if name not in tables:
@@ -126,50 +181,98 @@ def _rows(tables: dict, spec: dict, variant: str, seed: int) -> pd.DataFrame:
         rows = rows[rows[column].isin(wanted)]
     if spec["column"] not in rows.columns:
         raise NotMeasured(f"table {name!r} has no column {spec['column']!r}")
+    if rows[spec["column"]].isna().all() and "note" in rows and rows["note"].notna().any():
+        notes = [str(n) for n in rows["note"].dropna() if str(n)]
+        if notes:  # the stage said why there is no value
+            raise NotMeasured(notes[0])
     rows = rows[rows[spec["column"]].notna()]
     if rows.empty:
         raise NotMeasured(f"no rows of {name!r} for {variant} seed {seed} where {spec.get('where')}")
     return rows
 
 
-def _reduce(values: list[float], spec: dict) -> float:
+def row_estimates(rows: pd.DataFrame, column: str) -> list[Estimate]:
+    """The ``column`` of every row with its interval columns when the table has them."""
+    low, high = interval_columns(column)
+    if low in rows and high in rows:
+        return [Estimate(float(v), float(a), float(b))
+                for v, a, b in zip(rows[column], rows[low], rows[high])]
+    return [exact(v) for v in rows[column]]
+
+
+COUNTS = {"count_at_least": ("at_least", operator.ge), "count_at_most": ("at_most", operator.le),
+          "count_above": ("above", operator.gt), "count_below": ("below", operator.lt)}
+
+
+def reduce_estimates(values: list[Estimate], spec: dict) -> Estimate:
+    """Reduce per-row estimates by ``spec['reduce']``. min / max / mean act on the values and
+    on each bound; a count counts the rows whose value passes, and its interval the rows
+    whose worst and best bound pass. Exact when every row is exact."""
     if not values:
         raise NotMeasured("no value to reduce")
     how = spec.get("reduce")
     if how is None:
         if len(values) != 1:
             raise ClaimError(f"metric {spec} selects {len(values)} rows; give a reduce")
-        return float(values[0])
-    if how == "count_at_least":
-        return float(sum(v >= spec["at_least"] for v in values))
-    if how == "count_at_most":
-        return float(sum(v <= spec["at_most"] for v in values))
-    if how == "count_above":
-        return float(sum(v > spec["above"] for v in values))
-    if how == "count_below":
-        return float(sum(v < spec["below"] for v in values))
+        return values[0]
+    every_exact = all(v.exact for v in values)
+    lows, highs = [v.bounds[0] for v in values], [v.bounds[1] for v in values]
+    if how in COUNTS:
+        key, test = COUNTS[how]
+        x = spec[key]
+        value = float(sum(test(v.value, x) for v in values))
+        if every_exact:
+            return exact(value)
+        sure = float(sum(test(a, x) and test(b, x) for a, b in zip(lows, highs)))
+        maybe = float(sum(test(a, x) or test(b, x) for a, b in zip(lows, highs)))
+        return Estimate(value, sure, maybe)
     if how not in REDUCERS:
-        raise ClaimError(f"reduce {how!r}; allowed: {list(REDUCERS)} or count_at_least, "
-                         "count_at_most, count_above, count_below")
-    return float(REDUCERS[how](values))
+        raise ClaimError(f"reduce {how!r}; allowed: {list(REDUCERS)} or {', '.join(COUNTS)}")
+    reducer = REDUCERS[how]
+    value = float(reducer([v.value for v in values]))
+    return exact(value) if every_exact else Estimate(value, float(reducer(lows)), float(reducer(highs)))
 
 
-def table_metric(tables: dict, spec: dict, variant: str, seed: int) -> float:
-    """The value of a {table, where, column, reduce} spec for one seed."""
-    return _reduce(_rows(tables, spec, variant, seed)[spec["column"]].tolist(), spec)
+def _reduce(values: list[float], spec: dict) -> float:
+    """:func:`reduce_estimates` of exact values: the value alone."""
+    return reduce_estimates([exact(v) for v in values], spec).value
 
 
-def difference(tables, spec, variant, seed) -> float:
-    """a - b."""
-    return metric_value(tables, spec["a"], variant, seed) - metric_value(tables, spec["b"], variant, seed)
+def table_metric(tables: dict, spec: dict, variant: str, seed: int) -> Estimate:
+    """The value of a {table, where, column, reduce} spec for one seed, with its interval."""
+    return reduce_estimates(row_estimates(_rows(tables, spec, variant, seed), spec["column"]), spec)
 
 
-def ratio(tables, spec, variant, seed) -> float:
-    """a / b."""
+def difference(tables, spec, variant, seed) -> Estimate:
+    """a - b; its interval adds the two half-widths in quadrature on each side (the two
+    taken as independent)."""
+    a = metric_value(tables, spec["a"], variant, seed)
     b = metric_value(tables, spec["b"], variant, seed)
-    if b == 0:
+    value = a.value - b.value
+    if a.exact and b.exact:
+        return exact(value)
+    (al, ah), (bl, bh) = a.bounds, b.bounds
+    return Estimate(value, value - math.hypot(a.value - al, bh - b.value),
+                    value + math.hypot(ah - a.value, b.value - bl))
+
+
+def _divide(a: Estimate, b: Estimate, value: float) -> Estimate:
+    """a / b with interval arithmetic on the bounds (NaN bounds when b's interval holds 0)."""
+    if a.exact and b.exact:
+        return exact(value)
+    (al, ah), (bl, bh) = a.bounds, b.bounds
+    if bl <= 0 <= bh:
+        return Estimate(value, -math.inf, math.inf)
+    corners = [al / bl, al / bh, ah / bl, ah / bh]
+    return Estimate(value, min(corners), max(corners))
+
+
+def ratio(tables, spec, variant, seed) -> Estimate:
+    """a / b."""
+    a, b = metric_value(tables, spec["a"], variant, seed), metric_value(tables, spec["b"], variant, seed)
+    if b.value == 0:
         raise NotMeasured("ratio with a zero denominator")
-    return metric_value(tables, spec["a"], variant, seed) / b
+    return _divide(a, b, a.value / b.value)
 
 
 def chance_excess_ratio(tables, spec, variant, seed) -> float:
@@ -178,46 +281,28 @@ def chance_excess_ratio(tables, spec, variant, seed) -> float:
     Not measured when b's excess over chance is below ``min_excess`` (there is nothing
     above chance to remove).
     """
-    chance = metric_value(tables, spec["chance"], variant, seed)
+    chance = metric_value(tables, spec["chance"], variant, seed).value
     b = metric_value(tables, spec["b"], variant, seed)
-    if b - chance < spec["min_excess"]:
-        raise NotMeasured(f"the reference is only {b - chance:.3f} above its chance level "
+    if b.value - chance < spec["min_excess"]:
+        raise NotMeasured(f"the reference is only {b.value - chance:.3f} above its chance level "
                           f"{chance:.3f} (< {spec['min_excess']}): nothing to remove")
-    return (metric_value(tables, spec["a"], variant, seed) - chance) / (b - chance)
-
-
-NONE_FORMED = "none formed"
-
-
-def phase_change_gap(tables, spec, variant, seed) -> float:
-    """|ln((step_a + 1) / (step_b + 1))| between two detected phase-change steps.
-
-    ``a`` and ``b`` name rows of the phase_change table (its ``metric`` column). A
-    detector that found no step ("never") makes the gap infinite: the steps do not
-    coincide. A detector that reports "none formed" (no induction head formed) makes
-    the claim not measured, with the detector's note as the reason.
-    """
-    steps = []
-    for name in (spec["a"], spec["b"]):
-        rows = _rows(tables, {"table": "phase_change", "where": {"metric": name},
-                              "column": "step"}, variant, seed)
-        step = str(rows["step"].iloc[0])
-        if step == NONE_FORMED:
-            note = rows["note"].iloc[0] if "note" in rows and pd.notna(rows["note"].iloc[0]) else ""
-            raise NotMeasured(f"{name}: {note or NONE_FORMED}")
-        if step == "never":
-            return math.inf
-        steps.append(float(step))
-    return abs(math.log((steps[0] + 1) / (steps[1] + 1)))
+    a = metric_value(tables, spec["a"], variant, seed)
+    shift = lambda e: Estimate(e.value - chance, e.low - chance, e.high - chance)  # noqa: E731
+    return _divide(shift(a), shift(b), (a.value - chance) / (b.value - chance))
 
 
 def _passes(select: dict, row, tables) -> bool:
     """Does one head's row pass ``select``'s comparison? ``threshold: role`` compares with the
-    role threshold of the row's own ``<column>_chance``."""
+    role threshold of the row's own ``<column>_chance``; ``content: true`` also asks the
+    column's content part (score − positional control) to reach the role rule's
+    ``above_chance``, as a copy-seeking role does."""
     value = getattr(row, select["column"])
     threshold = select["threshold"]
     if threshold == ROLE:
         threshold = role_threshold(getattr(row, f"{select['column']}_chance"), _roles(tables))
+    if select.get("content") and not getattr(row, content_column(select["column"])) >= \
+            _roles(tables)["above_chance"]:
+        return False
     return COMPARISONS[select["compare"]](value, threshold)
 
 
@@ -226,39 +311,19 @@ def _heads_passing(tables, select, variant, seed) -> set[tuple[int, int]]:
     return {(int(r.layer), int(r.head)) for r in chosen.itertuples() if _passes(select, r, tables)}
 
 
-def over_selected_heads(tables, spec, variant, seed) -> float:
+def over_selected_heads(tables, spec, variant, seed) -> Estimate:
     """``measure`` reduced over the heads whose ``select`` value passes its comparison."""
     heads = _heads_passing(tables, spec["select"], variant, seed)
     if not heads:
         sel = spec["select"]
         where = "".join(f", {k} {v}" for k, v in (sel.get("where") or {}).items())
         if sel["threshold"] == ROLE:
-            raise NotMeasured(f"no head has the {sel['column']} role{where}")
+            content = " (with its content part)" if sel.get("content") else ""
+            raise NotMeasured(f"no head has the {sel['column']} role{content}{where}")
         raise NotMeasured(f"no head has {sel['column']} {sel['compare']} {sel['threshold']}{where}")
     measure = _rows(tables, spec["measure"], variant, seed)
-    values = [getattr(r, spec["measure"]["column"]) for r in measure.itertuples()
-              if (int(r.layer), int(r.head)) in heads]
-    return _reduce(values, spec)
-
-
-def role_head(tables, role: str, layer: int, variant, seed) -> int:
-    """The head of ``layer`` that has ``role`` (the highest-scoring one if several).
-
-    Not measured when no head of the layer qualifies: a claim about "the previous-token
-    head" has nothing to be about.
-    """
-    scores = _rows(tables, {"table": "head_scores", "where": {"layer": layer}, "column": role},
-                   variant, seed)
-    rules = _roles(tables)
-    qualified = [r for r in scores.itertuples()
-                 if getattr(r, role) >= role_threshold(getattr(r, f"{role}_chance"), rules)]
-    if not qualified:
-        best = scores.loc[scores[role].idxmax()]
-        need = role_threshold(float(best[f"{role}_chance"]), rules)
-        raise NotMeasured(f"no layer-{layer} head has the {role} role: the best, head "
-                          f"{int(best['head'])}, scores {best[role]:.3f}, chance "
-                          f"{best[f'{role}_chance']:.3f}, needs {need:.3f}")
-    return int(max(qualified, key=lambda r: getattr(r, role)).head)
+    chosen = measure[[(int(l), int(h)) in heads for l, h in zip(measure["layer"], measure["head"])]]
+    return reduce_estimates(row_estimates(chosen, spec["measure"]["column"]), spec)
 
 
 def _composition(tables, spec, variant, seed) -> pd.DataFrame:
@@ -270,35 +335,51 @@ def _composition(tables, spec, variant, seed) -> pd.DataFrame:
     return rows.pivot_table(index="head", columns="src_head", values="positivity_real")
 
 
-def composition_with_role_head(tables, spec, variant, seed) -> float:
-    """Composition-term positivity of every head of ``layer`` with the ``role`` head of
-    ``src_layer``, reduced over the heads of ``layer``."""
-    head = role_head(tables, spec["role"], spec["src_layer"], variant, seed)
+def composition_head(tables, spec, variant, seed) -> int:
+    """The head of ``src_layer`` picked by its composition: the one whose term positivities
+    with the heads of ``layer``, reduced by ``reduce`` (min: with every head), are largest.
+    This is how a sentence that names a head by its composition picks it."""
     grid = _composition(tables, spec, variant, seed)
-    if head not in grid.columns:
-        raise NotMeasured(f"no composition rows with source head {head}")
-    return _reduce(grid[head].dropna().tolist(), spec)
+    reduced = {int(c): _reduce(grid[c].dropna().tolist(), spec) for c in grid.columns}
+    return max(reduced, key=reduced.get)
 
 
-def composition_margin_of_role_head(tables, spec, variant, seed) -> float:
-    """For every head of ``layer``: its composition-term positivity with the ``role`` head
-    of ``src_layer`` minus the largest with any other head of ``src_layer``; the least of
-    these. Positive: the role head's composition stands above every other's, for every head."""
-    head = role_head(tables, spec["role"], spec["src_layer"], variant, seed)
+def best_composition(tables, spec, variant, seed) -> Estimate:
+    """Composition-term positivity of the :func:`composition_head` with every head of
+    ``layer``, reduced by ``reduce`` (exact: from the weights)."""
+    grid = _composition(tables, spec, variant, seed)
+    head = composition_head(tables, spec, variant, seed)
+    return exact(_reduce(grid[head].dropna().tolist(), spec))
+
+
+def composition_margin(tables, spec, variant, seed) -> Estimate:
+    """For every head of ``layer``: its composition-term positivity with the
+    :func:`composition_head` minus the largest with any other head of ``src_layer``; the
+    least of these. Positive: that head's composition stands above every other's."""
+    head = composition_head(tables, spec, variant, seed)
     grid = _composition(tables, spec, variant, seed)
     others = [c for c in grid.columns if c != head]
-    if head not in grid.columns or not others:
+    if not others:
         raise NotMeasured(f"no other source head to compare head {head} with")
-    return float((grid[head] - grid[others].max(axis=1)).min())
+    return exact(float((grid[head] - grid[others].max(axis=1)).min()))
+
+
+def score_of_composition_head(tables, spec, variant, seed) -> Estimate:
+    """``column`` of head_scores for the :func:`composition_head`: the second property of a
+    head named by two, tested on the head the first one picks."""
+    head = composition_head(tables, spec, variant, seed)
+    rows = _rows(tables, {"table": "head_scores", "column": spec["column"],
+                          "where": {"layer": spec["src_layer"], "head": head}}, variant, seed)
+    return row_estimates(rows, spec["column"])[0]
 
 
 DERIVED = {"difference": difference, "ratio": ratio, "chance_excess_ratio": chance_excess_ratio,
-           "phase_change_gap": phase_change_gap, "over_selected_heads": over_selected_heads,
-           "composition_with_role_head": composition_with_role_head,
-           "composition_margin_of_role_head": composition_margin_of_role_head}
+           "over_selected_heads": over_selected_heads, "best_composition": best_composition,
+           "composition_margin": composition_margin,
+           "score_of_composition_head": score_of_composition_head}
 
 
-def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> float:
+def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> Estimate:
     if "derived" in spec:
         if spec["derived"] not in DERIVED:
             raise ClaimError(f"derived metric {spec['derived']!r}; allowed: {list(DERIVED)}")
@@ -391,59 +472,81 @@ def test_text(claim: dict, rules: dict) -> str:
     return text
 
 
-def _optional(tables, spec, variant, seed) -> float:
+def _optional(tables, spec, variant, seed) -> Estimate:
     try:
         return metric_value(tables, spec, variant, seed)
     except NotMeasured:
-        return math.nan
+        return exact(math.nan)
+
+
+def interval_text(estimate: Estimate, compare: str | None = None,
+                  threshold: float | None = None) -> str:
+    """'0.31 [0.29, 0.33]', or the value alone when it is exact."""
+    text = format_value(estimate.value, compare, threshold)
+    if estimate.exact or math.isnan(estimate.value):
+        return text
+    return f"{text} [{format_value(estimate.low)}, {format_value(estimate.high)}]"
+
+
+def combine(statuses: list[str]) -> str:
+    """The status of a claim whose conditions all must hold: FAILS if any fails, else
+    TOO_CLOSE if any is too close, else HOLDS."""
+    if FAILS in statuses:
+        return FAILS
+    return TOO_CLOSE if TOO_CLOSE in statuses else HOLDS
 
 
 def evaluate_claim(claim: dict, tables: dict, seed: int,
                    at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> dict:
-    """One row: the claim on one seed, with its value, chance level, threshold and status."""
+    """One row: the claim on one seed, with its value and 95 % interval (``low``, ``high``;
+    NaN: exact), chance level, threshold and status (holds, fails, too close to call or
+    not measured)."""
     row = {"claim": claim["id"], "variant": claim["variant"],
            "role": claim.get("role", claim["variant"]), "seed": seed,
            "compare": claim["compare"], "threshold": claim["threshold"]}
-    chance = (_optional(tables, claim["chance"], claim["variant"], seed) if "chance" in claim
+    chance = (_optional(tables, claim["chance"], claim["variant"], seed).value if "chance" in claim
               else math.nan)
     beside = "; ".join(
-        f"{b['label']} {format_value(_optional(tables, b['metric'], claim['variant'], seed))}"
+        f"{b['label']} {interval_text(_optional(tables, b['metric'], claim['variant'], seed))}"
         for b in claim.get("beside", []))
     row.update(chance=chance, beside=beside)
 
-    def result(value, status, note="", threshold_value=math.nan):
+    def result(estimate, status, note="", threshold_value=math.nan):
+        value = estimate.value
         at_chance = bool(not math.isnan(chance) and not math.isnan(value) and not math.isinf(value)
                          and abs(value - chance) < at_chance_within)
-        return {**row, "value": value, "threshold_value": threshold_value, "status": status,
-                "at_chance": at_chance, "note": note}
+        return {**row, "value": value, "low": estimate.low, "high": estimate.high,
+                "threshold_value": threshold_value, "status": status, "at_chance": at_chance,
+                "note": note}
 
     try:
-        value = metric_value(tables, claim["metric"], claim["variant"], seed)
+        estimate = metric_value(tables, claim["metric"], claim["variant"], seed)
     except NotMeasured as why:
-        return result(math.nan, NOT_MEASURED, str(why))
-    if math.isnan(value):
-        return result(value, NOT_MEASURED, "value is NaN")
+        return result(exact(math.nan), NOT_MEASURED, str(why))
+    if math.isnan(estimate.value):
+        return result(estimate, NOT_MEASURED, "value is NaN")
     threshold = claim["threshold"]
     if threshold == ROLE:
         if math.isnan(chance):
-            return result(value, NOT_MEASURED, "no chance level to set the role threshold")
+            return result(estimate, NOT_MEASURED, "no chance level to set the role threshold")
         threshold = role_threshold(chance, _roles(tables))
-    holds = COMPARISONS[claim["compare"]](value, threshold)
+    statuses = [decide(claim["compare"], threshold, estimate)]
     notes = []
     for extra in claim.get("also", []):
         label = extra.get("label", "also")
         try:
-            v = metric_value(tables, extra["metric"], claim["variant"], seed)
+            e = metric_value(tables, extra["metric"], claim["variant"], seed)
         except NotMeasured as why:
-            if holds:
-                return result(value, NOT_MEASURED, f"{label}: {why}", threshold)
+            if statuses[0] != FAILS:
+                return result(estimate, NOT_MEASURED, f"{label}: {why}", threshold)
             continue
-        ok = COMPARISONS[extra["compare"]](v, extra["threshold"])
-        notes.append(f"{label} {format_value(v, extra['compare'], extra['threshold'])}"
-                     + ("" if ok else f" (needs {SYMBOLS[extra['compare']]} "
-                                  f"{_minus(format(extra['threshold'], 'g'))})"))
-        holds = holds and ok
-    return result(value, HOLDS if holds else FAILS, "; ".join(notes), threshold)
+        status = decide(extra["compare"], extra["threshold"], e)
+        statuses.append(status)
+        notes.append(f"{label} {interval_text(e, extra['compare'], extra['threshold'])}"
+                     + ("" if status == HOLDS else
+                        f" ({'too close to' if status == TOO_CLOSE else 'needs'} "
+                        f"{SYMBOLS[extra['compare']]} {_minus(format(extra['threshold'], 'g'))})"))
+    return result(estimate, combine(statuses), "; ".join(notes), threshold)
 
 
 def evaluate_claims(claims: list[dict], tables: dict, seeds: list[int],
@@ -460,32 +563,59 @@ def _chance_text(values) -> str:
     return _minus(f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}")
 
 
+def _seed_text(r) -> str:
+    """One seed's value as the scorecard prints it: '0: 0.31 [0.29, 0.33] ✓'."""
+    if r.status == NOT_MEASURED:
+        return f"{r.seed}: not measured"
+    threshold = None if pd.isna(r.threshold_value) else r.threshold_value
+    text = interval_text(Estimate(r.value, r.low, r.high), r.compare if threshold is not None
+                         else None, threshold)
+    return f"{r.seed}: {text} {MARKS[r.status]}" + (" (at chance)" if r.at_chance else "")
+
+
+def verdict_text(statuses: list[str]) -> str:
+    """'holds in 3 of 5 seeds (1 too close to call, 1 not measured)'."""
+    n = len(statuses)
+    measured = [s for s in statuses if s != NOT_MEASURED]
+    if not measured:
+        return f"not measured in {n} of {n} seeds"
+    extra = [f"{statuses.count(s)} {s}" for s in (TOO_CLOSE, NOT_MEASURED) if s in statuses]
+    return f"holds in {statuses.count(HOLDS)} of {n} seeds" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def summary_line(mean: float, low: float, high: float, threshold: float | None, compare: str,
+                 chance: float | None) -> str:
+    """The claim's quantity over seeds: mean with its 95 % interval over seeds, × chance,
+    and its distance to the threshold."""
+    if math.isnan(mean):
+        return ""
+    text = f"mean {format_value(mean)}"
+    if not math.isnan(low):
+        text += f" [{format_value(low)}, {format_value(high)}] over seeds"
+    if chance is not None and not math.isnan(chance) and chance > 0:
+        text += f"; {format_value(round(mean / chance, 2))} × chance"
+    if threshold is not None and not math.isnan(threshold) and not math.isinf(mean):
+        distance = mean - threshold
+        text += (f"; threshold {SYMBOLS[compare]} {format_value(threshold)}, "
+                 f"{'+' if distance >= 0 else '−'}{format_value(abs(distance))} from it")
+    return text
+
+
 def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = None,
               at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> pd.DataFrame:
     """One row per claim: the quote, the metric in words, the test, the chance level, the
-    per-seed values, holds in k of n seeds, and why any seed is not measured."""
+    per-seed values with their intervals and status, the counts of each status, the mean over
+    seeds with its 95 % interval, and why any seed is not measured."""
     rules = rules or DEFAULT_ROLE_RULES
     rows = []
     for claim in claims:
         mine = results[results["claim"] == claim["id"]]
+        statuses = list(mine["status"])
         measured = mine[mine["status"] != NOT_MEASURED]
-        k, n = int((mine["status"] == HOLDS).sum()), len(mine)
-        if len(measured) == 0:
-            verdict = f"not measured in {n} of {n} seeds"
-        elif len(measured) == n:
-            verdict = f"holds in {k} of {n} seeds"
-        else:
-            verdict = f"holds in {k} of {n} seeds ({n - len(measured)} not measured)"
-        values = []
-        for r in mine.itertuples():
-            compare = r.compare
-            threshold = r.threshold_value if not pd.isna(r.threshold_value) else None
-            text = format_value(r.value, compare if threshold is not None else None, threshold)
-            if r.status == NOT_MEASURED:
-                values.append(f"{r.seed}: not measured")
-                continue
-            values.append(f"{r.seed}: {text} {MARKS[r.status]}" + (" (at chance)" if r.at_chance else ""))
-        finite = [(r.value, r) for r in measured.itertuples() if not pd.isna(r.value)]
+        k, n = statuses.count(HOLDS), len(mine)
+        values = [_seed_text(r) for r in mine.itertuples()]
+        finite = [(r.value, r) for r in measured.itertuples()
+                  if not pd.isna(r.value) and not math.isinf(r.value)]
         if finite:
             lo, hi = min(finite, key=lambda x: x[0]), max(finite, key=lambda x: x[0])
             shown = [format_value(v, r.compare if not pd.isna(r.threshold_value) else None,
@@ -494,6 +624,10 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             value_range = shown[0] if shown[0] == shown[1] else f"{shown[0]} to {shown[1]}"
         else:
             value_range = ""
+        mean, mean_low, mean_high = mean_interval(measured["value"])
+        thresholds = measured["threshold_value"].dropna()
+        threshold = float(thresholds.mean()) if len(thresholds) else math.nan
+        chances = mine["chance"].dropna()
         at_chance = int(mine["at_chance"].sum())
         reasons = list(dict.fromkeys(str(r) for r in mine.loc[mine["status"] == NOT_MEASURED, "note"]))
         notes = []
@@ -516,9 +650,13 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             "measure": claim.get("measure", ""), "test": test_text(claim, rules),
             "chance": _chance_text(mine["chance"]),
             "write_up": claim.get("write_up", ""), "reference": claim.get("reference", ""),
-            "marks": "".join(MARKS[s] for s in mine["status"]),
-            "holds": k, "measured": len(measured), "seeds": n, "verdict": verdict,
+            "marks": "".join(MARKS[s] for s in statuses),
+            "holds": k, "fails": statuses.count(FAILS), "too_close": statuses.count(TOO_CLOSE),
+            "measured": len(measured), "seeds": n, "verdict": verdict_text(statuses),
             "values": ", ".join(values), "range": value_range,
+            "mean": mean, "mean_low": mean_low, "mean_high": mean_high,
+            "summary": summary_line(mean, mean_low, mean_high, threshold, claim["compare"],
+                                    float(chances.mean()) if len(chances) else None),
             "reason": reasons[0] if reasons else "",
             "beside": " | ".join(b for b in mine["beside"] if b),
             "notes": "; ".join(notes),
@@ -533,23 +671,43 @@ def load_settings(claims_yaml) -> dict:
             "groups": dict(data.get("groups", {}))}
 
 
-ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED_ANY = (
-    "replicates in every seed", "depends on the seed", "does not replicate", "could not be measured")
-OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, NOT_MEASURED_ANY)
+ROBUST, SEED_DEPENDENT, NOT_REPLICATED, TOO_CLOSE_ANY, NOT_MEASURED_ANY = (
+    "replicates in every seed", "depends on the seed", "does not replicate", "too close to call",
+    "could not be measured")
+OUTCOMES = (ROBUST, SEED_DEPENDENT, NOT_REPLICATED, TOO_CLOSE_ANY, NOT_MEASURED_ANY)
+# The words of the outcomes, as the report defines them.
+OUTCOME_WORDS = {
+    ROBUST: "holds in every seed where it can be measured, each seed's interval on the holding "
+            "side of the threshold",
+    SEED_DEPENDENT: "holds in some seeds and fails in others, each decided by its interval",
+    NOT_REPLICATED: "fails in every seed where it can be measured, each seed's interval on the "
+                    "failing side",
+    TOO_CLOSE_ANY: "no seed contradicts another, but in at least one seed the 95 % interval "
+                   "contains the threshold: the sample cannot decide",
+    NOT_MEASURED_ANY: "no seed has a value (the reason is given)",
+}
 
 
 def outcome(row) -> str:
-    """One scorecard row's outcome: robust (holds in every seed), seed-dependent (holds in
-    some), not replicated (measured in some seed, holds in none: the seeds where it cannot
-    be measured give it no support either) or not measured (in any seed)."""
-    holds, measured, seeds = int(row["holds"]), int(row["measured"]), int(row["seeds"])
+    """One scorecard row's outcome over seeds. Seeds that cannot be measured give no
+    support either way and are counted apart (the verdict says how many):
+
+    - no seed measured: could not be measured;
+    - some seeds hold and some fail: depends on the seed;
+    - otherwise, any seed too close to call: too close to call;
+    - every measured seed holds: replicates in every seed;
+    - every measured seed fails: does not replicate.
+    """
+    holds, measured = int(row["holds"]), int(row["measured"])
+    too_close = int(row.get("too_close", 0) or 0)
+    fails = int(row["fails"]) if "fails" in row and not pd.isna(row["fails"]) else measured - holds - too_close
     if measured == 0:
         return NOT_MEASURED_ANY
-    if holds == seeds:
-        return ROBUST
-    if holds == 0:
-        return NOT_REPLICATED
-    return SEED_DEPENDENT
+    if holds and fails:
+        return SEED_DEPENDENT
+    if too_close:
+        return TOO_CLOSE_ANY
+    return ROBUST if holds == measured else NOT_REPLICATED
 
 
 def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFrame:
@@ -570,10 +728,7 @@ def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFr
                 continue
             r = r.iloc[0]
             kinds.add(outcome(r))
-            h, m, n = int(r["holds"]), int(r["measured"]), int(r["seeds"])
-            seeds = (f"not measured in {n} of {n} seeds" if m == 0 else f"holds in {h} of {n} seeds"
-                     + (f", {n - m} not measured" if m < n else ""))
-            row[title] = f"{outcome(r)} ({seeds}" + (f"; {r['range']})" if r["range"] else ")")
+            row[title] = f"{outcome(r)} ({r['verdict']}" + (f"; {r['range']})" if r["range"] else ")")
         row["differs"] = len(kinds) > 1
         rows.append(row)
     return pd.DataFrame(rows)

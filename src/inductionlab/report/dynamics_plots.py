@@ -15,25 +15,28 @@ import pandas as pd
 from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, difference_limits, loss_limits,
                     plt, save, step_limits, wrap)
 
-PHASE_STYLE = {"steepest_drop_loss_pred": ("steepest loss drop", "tab:red", "--"),
-               "induction_rise": ("induction rise", "tab:purple", ":")}
+PHASE_STYLE = {"loss_pred": ("loss fit midpoint", "tab:red", "--"),
+               "induction_content": ("induction fit midpoint", "tab:purple", ":")}
 SUPTITLE_PT = STYLE["figure.titlesize"]
 
 
-def _detected(step) -> bool:
-    from ..analysis.dynamics import NOT_DETECTED
+def _is_phase_change(row) -> bool:
+    """A fit whose shape is a phase change (its midpoint is drawn)."""
+    from ..analysis.phase_change import PHASE_CHANGE
 
-    return str(step) not in NOT_DETECTED and not pd.isna(step)
+    return str(getattr(row, "shape", "")) == PHASE_CHANGE and np.isfinite(float(row.midpoint))
 
 
 def _phase_lines(ax, phase: pd.DataFrame | None) -> None:
+    """A vertical line at the midpoint of each fit that is a phase change."""
     if phase is None:
         return
     for r in phase.itertuples():
-        if not _detected(r.step) or r.metric not in PHASE_STYLE:
+        if r.metric not in PHASE_STYLE or not _is_phase_change(r):
             continue
         label, colour, ls = PHASE_STYLE[r.metric]
-        ax.axvline(int(r.step) + 1, color=colour, ls=ls, lw=1.2, label=f"{label} (step {int(r.step)})")
+        ax.axvline(float(r.midpoint) + 1, color=colour, ls=ls, lw=1.2,
+                   label=f"{label}: phase change at step {float(r.midpoint):.0f}")
 
 
 def _legend(ax, **kwargs) -> None:
@@ -206,7 +209,7 @@ def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
     from ..core.loading import read_table
 
     frame = read_table(dynamics_csv, ["step", "metric"])
-    phase = read_table(phase_csv, ["metric", "step"], dtype={"step": str})
+    phase = read_table(phase_csv, ["metric", "shape", "midpoint"], dtype={"shape": str})
     floor = loss_floor(TaskConfig.from_dict(task)) if task else None
     written = []
     for name, fig in (("losses.png", loss_curves(frame, phase, f"{title} losses over training", floor)),
@@ -253,71 +256,78 @@ def _step_limits(steps) -> tuple[float, float]:
     return step_limits(steps)
 
 
-def _seed_label(seed: int, rows: pd.DataFrame) -> str:
-    """"seed s", plus each detector that found no step and why, in words."""
-    missing = [f"{PHASE_STYLE[r.metric][0]}: {r.step}" for r in rows.itertuples()
-               if r.metric in PHASE_STYLE and not _detected(r.step)]
-    return f"seed {seed}" + (f" ({'; '.join(missing)})" if missing else "")
+def _fit_text(rows: pd.DataFrame, metric: str) -> str:
+    """'phase change at 410 (span 2.1, R² 0.98)' or the shape with its numbers."""
+    r = rows[rows["metric"] == metric]
+    if r.empty:
+        return "no fit"
+    r = r.iloc[0]
+    text = f"{r['shape']}, midpoint {float(r['midpoint']):.0f}, span {float(r['span']):.2g}, R² {float(r['r2']):.2f}"
+    if float(r.get("formed", 1.0)) == 0.0:
+        text += "; no induction head formed"
+    return text
 
 
 def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str):
-    """Both phase-change detectors of every seed of one variant.
+    """The phase change of every seed of one variant, measured as a shape.
 
-    Left: predictable-target loss over training; right: the best head's induction score
-    (the ``best_induction`` rows: layers that can form an induction head) with its
-    chance level. One colour per seed; each seed's detected steps are vertical lines in
-    its colour (steepest loss drop dashed, induction rise dotted); a detector that found
-    no step draws nothing, and the seed's legend entry says so. The legend is below the
-    panels.
+    Left: predictable-target loss over training; right: the best head's induction content
+    part (induction score minus its positional control; the ``best_induction_content``
+    rows). Points are the checkpoints, one colour per seed; the solid line of the same
+    colour is the seed's fitted logistic in ln(step + 1), and a vertical line marks its
+    midpoint where the fit is a phase change. Each seed's legend entry gives both fits'
+    shape, midpoint, span and R². The legend is below the panels.
     """
-    from matplotlib.lines import Line2D
-
-    from ..analysis.dynamics import BEST_INDUCTION, metric_curve, score_chance
+    from ..analysis.dynamics import BEST_INDUCTION_CONTENT, metric_curve
+    from ..analysis.phase_change import logistic_curve
 
     seeds = sorted(int(s) for s in dynamics["seed"].unique())
     colours = plt.get_cmap("tab10")
-    has_best = (dynamics["metric"] == BEST_INDUCTION).any()
+    has_best = (dynamics["metric"] == BEST_INDUCTION_CONTENT).any()
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 3.6), constrained_layout=True)
-        top = 0.0
+        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 4.2), constrained_layout=True)
+        top, low = 0.0, 0.0
         for k, seed in enumerate(seeds):
             colour = colours(k % 10)
             frame = dynamics[dynamics["seed"] == seed]
             rows = phase[phase["seed"] == seed]
-            s, v = metric_curve(frame, "loss_pred")
-            top = max([top, *v[np.isfinite(v)]])
-            axes[0].plot(s + 1, v, color=colour, marker="o", ms=2, lw=1,
-                         label=_seed_label(seed, rows))
-            if has_best:
-                s, v = metric_curve(frame, BEST_INDUCTION)
-                axes[1].plot(s + 1, v, color=colour, marker="o", ms=2, lw=1, label=f"seed {seed}")
-            for r in rows.itertuples():
-                if r.metric in PHASE_STYLE and _detected(r.step):
-                    for ax in axes:
-                        ax.axvline(int(r.step) + 1, color=colour, ls=PHASE_STYLE[r.metric][2], lw=1.2)
+            for ax, metric, fit_name in ((axes[0], "loss_pred", "loss_pred"),
+                                         (axes[1], BEST_INDUCTION_CONTENT, "induction_content")):
+                if metric == BEST_INDUCTION_CONTENT and not has_best:
+                    continue
+                s, v = metric_curve(frame, metric)
+                if ax is axes[0]:
+                    top = max([top, *v[np.isfinite(v)]])
+                else:
+                    low = min([low, *v[np.isfinite(v)]])
+                label = (f"seed {seed}: loss {_fit_text(rows, 'loss_pred')}; induction "
+                         f"{_fit_text(rows, 'induction_content')}") if ax is axes[0] else None
+                ax.plot(s + 1, v, color=colour, marker="o", ms=2.5, lw=0, label=label)
+                fit = rows[rows["metric"] == fit_name]
+                if len(fit) and np.isfinite(float(fit.iloc[0]["midpoint"])):
+                    grid = np.geomspace(max(s.min(), 0) + 1, s.max() + 1, 200) - 1
+                    ax.plot(grid + 1, logistic_curve(grid, fit.iloc[0]), color=colour, lw=1.2)
+                    if _is_phase_change(fit.iloc[0]):
+                        ax.axvline(float(fit.iloc[0]["midpoint"]) + 1, color=colour,
+                                   ls=PHASE_STYLE[fit_name][2], lw=1.0)
         axes[0].set_ylim(*loss_limits(top))
         ax = axes[1]
-        ax.set_ylim(0, 1)
-        chance_handles = []
-        if has_best:
-            chance = score_chance(dynamics, "induction")
-            chance_handles.append(ax.axhline(chance, color="grey", ls=":", lw=1.2,
-                                             label=f"chance ({chance:.3f})"))
-        else:
-            ax.text(0.5, 0.5, "no layer can form an induction head\n(needs layer ≥ 1 or smeared keys)",
-                    ha="center", va="center", transform=ax.transAxes)
-        styles = [Line2D([], [], color="black", ls=PHASE_STYLE[m][2], lw=1.2,
-                         label=f"{PHASE_STYLE[m][0]} (vertical line)") for m in PHASE_STYLE]
+        ax.set_ylim(min(low, 0.0) - 0.05, 1)
+        ax.axhline(0.0, color="grey", ls=":", lw=1.0)
+        if not has_best:
+            ax.text(0.5, 0.5, "no induction scores", ha="center", va="center", transform=ax.transAxes)
         axes[0].set_ylabel("predictable-target loss (nats)")
         axes[0].set_title("loss on predictable targets")
-        ax.set_ylabel("best head's induction score")
-        ax.set_title(wrap("best induction score (layers ≥ 1 or smeared)", 3.0))
+        ax.set_ylabel("induction score − control")
+        ax.set_title(wrap("best head's induction content part (0 = no content)", 3.0))
         lo, hi = _step_limits(dynamics["step"])
         for ax in axes:
             ax.set_xscale("log")
             ax.set_xlim(lo, hi)
             ax.set_xlabel(STEP_LABEL)
-        handles = axes[0].get_legend_handles_labels()[0] + chance_handles + styles
-        fig.legend(handles=handles, loc="outside lower center", ncol=2)
+        fig.legend(handles=axes[0].get_legend_handles_labels()[0], loc="outside lower center",
+                   ncol=1, fontsize=SMALL_PT,
+                   title="points: checkpoints; lines: logistic fits in ln(step + 1); vertical: "
+                         "midpoint of a phase change")
         fig.suptitle(wrap(f"{title}: phase change per seed", MAX_WIDTH_IN, SUPTITLE_PT))
     return fig
