@@ -1,16 +1,20 @@
 import itertools
+import math
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
-from inductionlab.analysis.behaviour import (adjacent_repeats, blocks_with_pattern, check_prompt,
-                                    expected_completion, failure_modes, greedy_complete,
-                                    icl_score, immediate_repeats, in_prompt, pattern_of,
-                                    pattern_probability, prompt_suite, random_prompt_summary,
-                                    repetition_patterns)
+from inductionlab.analysis.behaviour import (adjacent_repeats, behaviour_results, blocks_with_pattern,
+                                    check_prompt, expected_completion, failure_modes,
+                                    greedy_complete, icl_score, immediate_repeats, in_prompt,
+                                    pattern_of, pattern_probability, period_measures,
+                                    period_sequences, prompt_suite, random_prompt_summary,
+                                    repetition_patterns, settings_problems,
+                                    shared_prefix_measures, shared_prefix_prompts)
 from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.seeding import generator
@@ -144,3 +148,167 @@ def test_cli_complete_checks_every_prompt_before_running(tmp_path):
     assert "expected ABCDEFABCDEF" in ok.stdout
     bad = subprocess.run(cmd + ["ABCDEF", "AB?"], capture_output=True, text=True)
     assert bad.returncode == 1 and "'AB?'" in bad.stderr and bad.stdout == ""
+
+
+# ---------------------------------------------------------------- intervals
+
+SETTINGS = {"eval_seed": 5, "n_sequences": 64, "n_random_prompts": 40, "random_prompt_lengths": [6, 12],
+            "failure_samples": 2, "failure_prompt_len": 12, "prompts": [{"prompt": "ABCDEFABCDEF"}],
+            "roles": {"times_chance": 2.0, "above_chance": 0.2, "local_window": 3,
+                      "copying_margin": 0.5}}
+
+
+def upper_bound_of_no_event(n: int) -> float:
+    """Clopper–Pearson upper bound of 0 events in n trials: 1 - 0.025^(1/n)."""
+    return 1 - 0.025 ** (1 / n)
+
+
+@pytest.fixture(scope="module")
+def shift_summary():
+    """The behaviour summary of the shift-5 copier, from settings without the newer keys."""
+    spec = SimpleNamespace(task=TASK, name="shift/seed0", variant="shift", seed=0)
+    tables, _ = behaviour_results(ShiftCopyModel(shift=5), spec, SETTINGS)
+    return tables["summary"]
+
+
+def test_every_sampled_value_of_the_summary_has_an_interval(shift_summary):
+    assert list(shift_summary.columns) == ["variant", "seed", "metric", "value", "low", "high"]
+    summary = shift_summary.set_index("metric")
+    for name in ("period4_acc", "period8_acc", "shared_prefix_follows_first",
+                 "shared_prefix_follows_nearest", "shared_prefix_nearest_minus_first",
+                 "ood_two_blocks_second_minus_first", "loss_pos22", "repeat_when_correct_rate"):
+        assert name in summary.index, name
+    counts = summary.index.str.endswith("_acc_std") | (summary.index == "repeat_when_correct_n")
+    assert counts.sum() == 5  # four stds and a count
+    assert summary.loc[counts, ["low", "high"]].isna().all().all()
+    sampled = summary[~counts]
+    assert sampled[["low", "high"]].notna().all().all()
+    inside = (sampled["low"] <= sampled["value"] + 1e-6) & (sampled["value"] <= sampled["high"] + 1e-6)
+    assert inside.all(), sampled[~inside]
+
+
+def test_known_intervals_of_the_shift_model(shift_summary):
+    summary = shift_summary.set_index("metric")
+    # a perfect model: every bootstrap resample of its accuracy is 1
+    assert summary.loc["acc_pred", ["value", "low", "high"]].tolist() == [1.0, 1.0, 1.0]
+    # it repeats the nearest block exactly: every completed letter continues the second block
+    assert summary.loc["ood_two_blocks_second_minus_first", ["value", "low", "high"]].tolist() == [1, 1, 1]
+    # no repeat in 40 completions of 12 letters of distinct blocks: exact binomial, not [0, 0]
+    row = summary.loc["random_distinct_len12_repeat_rate"]
+    assert row["value"] == 0 and row["low"] == 0
+    assert row["high"] == pytest.approx(upper_bound_of_no_event(40 * 12), rel=1e-6) and row["high"] > 0
+    # every prompt completed exactly: 40 of 40
+    row = summary.loc["random_len12_exact"]
+    assert row["value"] == 1 and row["high"] == 1
+    assert row["low"] == pytest.approx(0.025 ** (1 / 40), rel=1e-6)
+
+
+def test_failure_mode_intervals():
+    frame = failure_modes(ShiftCopyModel(shift=5), TASK, samples=4, prompt_len=12, seed=0)
+    columns = list(frame.columns)
+    i = columns.index("teacher_forced_acc")
+    assert columns[i + 1:i + 3] == ["teacher_forced_acc_low", "teacher_forced_acc_high"]
+    i = columns.index("greedy_exact_prompt12")
+    assert columns[i + 1:i + 3] == ["greedy_exact_prompt12_low", "greedy_exact_prompt12_high"]
+    assert (frame["teacher_forced_acc_low"] == 1).all() and (frame["teacher_forced_acc_high"] == 1).all()
+    assert (frame["greedy_exact_prompt12_high"] == 1).all()
+    assert frame["greedy_exact_prompt12_low"].to_numpy() == pytest.approx(0.025 ** (1 / 4))
+    # an untrained model: every interval holds its value; no block completed exactly has
+    # an upper bound above 0
+    frame = failure_modes(build_model(ModelConfig(n_layers=1), 0), TASK, samples=8, prompt_len=12, seed=0)
+    for name in ("teacher_forced_acc", "greedy_exact_prompt12"):
+        assert (frame[f"{name}_low"] <= frame[name] + 1e-9).all()
+        assert (frame[name] <= frame[f"{name}_high"] + 1e-9).all()
+    none = frame[frame["greedy_exact_prompt12"] == 0]
+    assert len(none) and (none["greedy_exact_prompt12_low"] == 0).all()
+    assert none["greedy_exact_prompt12_high"].to_numpy() == pytest.approx(upper_bound_of_no_event(8))
+
+
+# ---------------------------------------------------------------- content or position
+
+def copy_after_occurrence(which: str, vocab_size: int = 26):
+    """A model without weights: at position i, logit 1 on the letter that followed the
+    ``nearest`` (most recent) or the ``first`` earlier occurrence of letter i; all logits 0
+    where letter i has not occurred before."""
+    def model(tokens):
+        B, T = tokens.shape
+        pos = torch.arange(T)
+        earlier = (tokens[:, :, None] == tokens[:, None, :]) & (pos[None, :] < pos[:, None])  # [B, i, j]
+        if which == "nearest":
+            j = torch.where(earlier, pos, -1).max(-1).values
+        else:
+            j = torch.where(earlier, pos, T).min(-1).values
+        found = earlier.any(-1)
+        following = tokens.gather(1, (j + 1).clamp(0, T - 1))
+        logits = torch.zeros(B, T, vocab_size)
+        logits[found] = torch.nn.functional.one_hot(following[found], vocab_size).float()
+        return logits
+
+    return model
+
+
+def test_period_sequences_repeat_a_block_of_distinct_letters():
+    for period in (2, 5, 8):
+        seq = period_sequences(TASK, period, 30, seed=1)
+        assert seq.shape == (30, 24)
+        assert (seq[:, period:] == seq[:, :-period]).all()
+        assert all(len(set(row[:period].tolist())) == period for row in seq)
+        assert torch.equal(seq, period_sequences(TASK, period, 30, seed=1))
+
+
+def test_period_test_tells_content_from_position():
+    periods = [2, 3, 4, 5, 6, 7, 8]
+    # copying the letter 5 back predicts token i + 1 = token i - 5: right at period 6,
+    # wrong at every scored prediction of periods 4, 5, 7 and 8
+    shift = period_measures(ShiftCopyModel(shift=5), TASK, periods, 64, seed=0)
+    assert {p: shift[f"period{p}_acc"].value for p in periods[2:]} == {4: 0, 5: 0, 6: 1, 7: 0, 8: 0}
+    # (period 2 and 3 divide 6 too, but before position 5 the head attends to position 0)
+    content = period_measures(copy_after_occurrence("nearest"), TASK, periods, 64, seed=0)
+    for p in periods:
+        measure = content[f"period{p}_acc"]
+        assert measure.value == 1 and measure.interval(0, f"period{p}_acc") == (1.0, 1.0)
+    low, high = shift["period6_acc"].interval(0, "period6_acc")
+    assert (low, high) == (1.0, 1.0)
+
+
+def test_shared_prefix_prompts():
+    seq, first, nearest = shared_prefix_prompts(TASK, 3, 50, seed=2)
+    assert seq.shape == (50, 15)
+    assert torch.equal(seq[:, 0:3], seq[:, 6:9]) and torch.equal(seq[:, 0:3], seq[:, 12:15])
+    assert all(len(set(row[:12].tolist())) == 9 for row in seq)  # P, X, D: 3 + 3 + 3 letters
+    assert torch.equal(first, seq[:, 3]) and torch.equal(nearest, seq[:, 9])
+    one, _, _ = shared_prefix_prompts(TASK, 1, 5, seed=2)
+    assert one.shape == (5, 13) and torch.equal(one[:, 0], one[:, 6])
+
+
+def test_shared_prefix_tells_first_from_nearest():
+    n = 50
+    nearest = shared_prefix_measures(copy_after_occurrence("nearest"), TASK, 3, n, seed=0)
+    first = shared_prefix_measures(copy_after_occurrence("first"), TASK, 3, n, seed=0)
+    assert nearest["shared_prefix_follows_nearest"].value == 1
+    assert nearest["shared_prefix_follows_first"].value == 0
+    assert first["shared_prefix_follows_first"].value == 1
+    assert first["shared_prefix_follows_nearest"].value == 0
+    assert nearest["shared_prefix_nearest_minus_first"].value == 1
+    assert first["shared_prefix_nearest_minus_first"].value == -1
+    low, high = nearest["shared_prefix_follows_first"].interval(0, "x")
+    assert low == 0 and high == pytest.approx(upper_bound_of_no_event(n), rel=1e-6)
+    assert nearest["shared_prefix_nearest_minus_first"].interval(0, "x") == (1.0, 1.0)
+    # two blocks of 6 and the prefix again do not fit 12 tokens: no prompts
+    assert shared_prefix_measures(copy_after_occurrence("first"), TaskConfig(n_blocks=2), 3, n, 0) == {}
+
+
+def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
+    assert settings_problems({}, TASK) == []
+    problems = settings_problems({"period_lengths": [1, 6, 23], "shared_prefix_len": 6}, TASK)
+    assert len(problems) == 3
+    assert "behaviour.period_lengths: 1 " in problems[0] and "behaviour.period_lengths: 23 " in problems[1]
+    assert "behaviour.shared_prefix_len: 6 " in problems[2]
+    assert settings_problems({"period_lengths": [10]}, TaskConfig(vocab_size=8))  # 10 letters of 8
+
+    def never(tokens, *args, **kwargs):
+        raise AssertionError("the model ran")
+
+    spec = SimpleNamespace(task=TASK, name="never/seed0", variant="never", seed=0)
+    with pytest.raises(ValueError, match="behaviour.shared_prefix_len: 0"):
+        behaviour_results(never, spec, {**SETTINGS, "shared_prefix_len": 0})

@@ -7,17 +7,16 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from inductionlab.report.claims import (DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
+from inductionlab.report.claims import (TOO_CLOSE, DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
                                  Tables, evaluate_claim, evaluate_claims, family_claims,
                                  format_value, load_claims, metric_value, run_claims, scorecard)
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
-               "failure_modes", "ablations", "dynamics"}
+               "failure_modes", "ablations", "dynamics", "phase_change"}
 # tables a derived metric reads by itself, without a spec naming them
-IMPLICIT_TABLES = {"composition_with_role_head": {"head_scores", "composition"},
-                   "composition_margin_of_role_head": {"head_scores", "composition"},
-                   "phase_change_gap": {"phase_change"}}
+IMPLICIT_TABLES = {"best_composition": {"composition"}, "composition_margin": {"composition"},
+                   "score_of_composition_head": {"head_scores", "composition"}}
 # chance levels of uniform causal attention, T = 24 (the head-score table carries them per row)
 PREV, LOCAL, NEAREST, INDUCTION = 0.121, 0.310, 0.074, 0.127
 HEAD_COLUMNS = ["variant", "seed", "layer", "head", "previous_token", "previous_token_chance",
@@ -242,39 +241,32 @@ def test_ratio(tables):
     assert row["status"] == NOT_MEASURED and "zero" in row["note"]
 
 
-def _phase_change(step_a, step_b, note=""):
-    return {"phase_change": _frame(["variant", "seed", "metric", "step", "value", "note"], [
-        ("two_layer", 0, "induction_rise", step_a, 0.3, note),
-        ("two_layer", 0, "steepest_drop_loss_pred", step_b, -0.01, ""),
+def _phase_change(gap, low, high, note=""):
+    return {"phase_change": _frame(["variant", "seed", "metric", "value", "low", "high", "note"], [
+        ("two_layer", 0, "coincidence", gap, low, high, note),
     ])}
 
 
-PHASE = {"derived": "phase_change_gap", "a": "induction_rise", "b": "steepest_drop_loss_pred"}
+PHASE = {"table": "phase_change", "where": {"metric": "coincidence"}, "column": "value"}
 
 
-def test_phase_change_gap():
-    metric = PHASE
-    gap = metric_value(_phase_change(99, 199), metric, "two_layer", 0)
-    assert gap == pytest.approx(math.log(2))
-    assert metric_value(_phase_change(199, 99), metric, "two_layer", 0) == pytest.approx(math.log(2))
-    # a CSV column holding "never" is read as strings
-    assert metric_value(_phase_change("299", "299"), metric, "two_layer", 0) == 0.0
-    # the loss never dropped steeply: infinitely far apart, the claim fails (it was measured)
-    row = evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"),
-                         _phase_change("120", "never"), 0)
-    assert row["status"] == FAILS and row["value"] == math.inf
+def test_coincidence_is_decided_by_its_interval():
+    c = claim(PHASE, "<=", 0.6931, variant="two_layer")
+    assert evaluate_claim(c, _phase_change(0.2, 0.1, 0.4), 0)["status"] == HOLDS
+    assert evaluate_claim(c, _phase_change(1.5, 1.0, 2.0), 0)["status"] == FAILS
+    row = evaluate_claim(c, _phase_change(0.6, 0.4, 0.9), 0)
+    assert row["status"] == TOO_CLOSE and (row["low"], row["high"]) == (0.4, 0.9)
     # no phase_change table, or no row for the seed: not measured
-    assert evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"), {}, 0)["status"] == NOT_MEASURED
-    assert evaluate_claim(claim(metric, "<=", 0.6931, variant="two_layer"),
-                          _phase_change(99, 199), 1)["status"] == NOT_MEASURED
+    assert evaluate_claim(c, {}, 0)["status"] == NOT_MEASURED
+    assert evaluate_claim(c, _phase_change(0.2, 0.1, 0.4), 1)["status"] == NOT_MEASURED
 
 
 def test_phase_change_without_an_induction_head_is_not_measured_with_its_reason():
-    why = "no induction head formed: the best head's final induction score 0.14 is 0.013 above chance"
+    why = "coincidence not measured: no induction head formed: the best content part is 0.013 (< 0.1)."
     for compare in ("<=", ">"):
         row = evaluate_claim(claim(PHASE, compare, 0.6931, variant="two_layer"),
-                             _phase_change("none formed", "120", note=why), 0)
-        assert row["status"] == NOT_MEASURED and why in row["note"]
+                             _phase_change(math.nan, math.nan, math.nan, note=why), 0)
+        assert row["status"] == NOT_MEASURED and row["note"] == why
 
 
 def _selected(compare, threshold, measure_column, reduce="min", measure_where=None):
@@ -325,36 +317,38 @@ def test_over_selected_heads_without_measure_rows_for_the_heads_is_not_measured(
     assert row["status"] == NOT_MEASURED
 
 
-ROLE_K = {"derived": "composition_with_role_head", "kind": "K", "layer": 1, "src_layer": 0,
-          "role": "previous_token", "reduce": "min"}
-MARGIN_K = {"derived": "composition_margin_of_role_head", "kind": "K", "layer": 1, "src_layer": 0,
-            "role": "previous_token"}
+BEST_K = {"derived": "best_composition", "kind": "K", "layer": 1, "src_layer": 0, "reduce": "min"}
+MARGIN_K = {"derived": "composition_margin", "kind": "K", "layer": 1, "src_layer": 0, "reduce": "min"}
+PREV_OF_K = {"derived": "score_of_composition_head", "kind": "K", "layer": 1, "src_layer": 0,
+             "reduce": "min", "column": "previous_token"}
 
 
-def test_composition_with_role_head_uses_the_head_that_has_the_role(tables):
-    # layer 0's previous-token head is head 2 (0.9 >= 0.321; layer 1 head 0 has 0.95 but is
-    # not in src_layer): the K terms of layer 1's heads with it are 0.97 and 0.93
-    assert metric_value(tables, ROLE_K, "two_layer", 0) == pytest.approx(0.93)
-    assert metric_value(tables, {**ROLE_K, "reduce": "max"}, "two_layer", 0) == pytest.approx(0.97)
-    assert metric_value(tables, {**ROLE_K, "kind": "Q"}, "two_layer", 0) == pytest.approx(-0.9)
-    # per layer-1 head: 0.97 - 0.3 and 0.93 - 0.4; the least is 0.53
+def test_a_head_named_by_two_properties_is_picked_by_the_first(tables):
+    # seed 0: the layer-0 head whose K terms with every layer-1 head are largest is head 2
+    # (0.97 and 0.93): its smallest, 0.93; its margin per layer-1 head 0.97 - 0.3 and
+    # 0.93 - 0.4, the least 0.53; and its previous-token score 0.9
+    assert metric_value(tables, BEST_K, "two_layer", 0) == pytest.approx(0.93)
+    assert metric_value(tables, {**BEST_K, "reduce": "max"}, "two_layer", 0) == pytest.approx(0.97)
     assert metric_value(tables, MARGIN_K, "two_layer", 0) == pytest.approx(0.53)
-    row = evaluate_claim(claim(ROLE_K, ">=", 0.9, variant="two_layer"), tables, 0)
-    assert row["status"] == HOLDS
+    assert metric_value(tables, PREV_OF_K, "two_layer", 0) == pytest.approx(0.9)
+    assert evaluate_claim(claim(BEST_K, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == HOLDS
+    # the Q terms pick another head (0 or 1 and 3 at 0.5; the largest min wins, head 0)
+    assert metric_value(tables, {**BEST_K, "kind": "Q"}, "two_layer", 0) == pytest.approx(0.5)
 
 
-def test_claim_on_a_role_no_head_has_is_not_measured(tables):
-    # seed 1: the best layer-0 previous-token score is 0.30, below its role threshold 0.321,
-    # although a composition table exists and its terms would pass
-    for compare in (">=", "<"):
-        row = evaluate_claim(claim(ROLE_K, compare, 0.9, variant="two_layer"), tables, 1)
-        assert row["status"] == NOT_MEASURED
-        assert "no layer-0 head has the previous_token role" in row["note"]
-        assert "0.300" in row["note"] and "0.321" in row["note"]
+def test_the_second_property_is_measured_even_where_no_head_has_the_role(tables):
+    # seed 1: head 1 has the larger K terms (0.99); its previous-token score 0.30 is below the
+    # role threshold 0.321: the sentence's second half fails, it is not "not measured"
+    c = {**claim(PREV_OF_K, ">=", "role", variant="two_layer"),
+         "chance": {"table": "head_scores", "where": {"layer": 0}, "column": "previous_token_chance",
+                    "reduce": "max"}}
+    row = evaluate_claim(c, tables, 1)
+    assert row["status"] == FAILS and row["value"] == pytest.approx(0.30)
+    assert evaluate_claim(c, tables, 0)["status"] == HOLDS
 
 
 def test_also_conditions_must_hold_too(tables):
-    c = {**claim(ROLE_K, ">=", 0.9, variant="two_layer"),
+    c = {**claim(BEST_K, ">=", 0.9, variant="two_layer"),
          "also": [{"label": "margin", "metric": MARGIN_K, "compare": ">", "threshold": 0.6}]}
     row = evaluate_claim(c, tables, 0)
     assert row["status"] == FAILS and row["value"] == pytest.approx(0.93)
@@ -363,11 +357,11 @@ def test_also_conditions_must_hold_too(tables):
     assert evaluate_claim(c, tables, 0)["status"] == HOLDS
 
 
-def test_composition_with_role_head_without_composition_rows_is_not_measured(tables):
-    metric = {**ROLE_K, "kind": "V"}
+def test_composition_without_composition_rows_is_not_measured(tables):
+    metric = {**BEST_K, "kind": "V"}
     assert evaluate_claim(claim(metric, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
     del tables["composition"]
-    assert evaluate_claim(claim(ROLE_K, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
+    assert evaluate_claim(claim(BEST_K, ">=", 0.9, variant="two_layer"), tables, 0)["status"] == NOT_MEASURED
 
 
 def _role_claim(column, where=None, compare=">="):
@@ -600,12 +594,13 @@ def test_scorecard_labels_provenance_and_explains_infinity(tables):
     never = math.inf
     results = pd.DataFrame([{"claim": "g", "variant": "v", "seed": 0, "compare": "<=",
                              "threshold": 0.69, "chance": math.nan, "beside": "",
-                             "value": never, "threshold_value": 0.69, "status": FAILS,
-                             "at_chance": False, "note": ""}])
-    gap = {**claim({"derived": "phase_change_gap", "a": "x", "b": "y"}, "<=", 0.69, id="g")}
+                             "value": never, "low": math.nan, "high": math.nan,
+                             "threshold_value": 0.69, "status": FAILS, "at_chance": False,
+                             "note": ""}])
+    gap = {**claim({"derived": "ratio", "a": "x", "b": "y"}, "<=", 0.69, id="g")}
     card = scorecard([gap], results).iloc[0]
     assert card["values"] == "0: ∞ ✗"
-    assert "never reached" in card["notes"]
+    assert "division by zero" in card["notes"]
 
 
 
@@ -656,24 +651,105 @@ def test_every_quote_is_verbatim_in_the_write_up():
     assert [c["id"] for c in quoted if " ".join(c["quote"].split()) not in text] == []
 
 
+def _card_row(statuses, family="write_up", value_range=""):
+    from inductionlab.report.claims import verdict_text
+
+    return {"family": family, "role": "one_layer_smeared", "claim": "local", "group": "g",
+            "measure": "m", "test": "≥ 0.5", "holds": statuses.count(HOLDS),
+            "fails": statuses.count(FAILS), "too_close": statuses.count(TOO_CLOSE),
+            "measured": sum(s != NOT_MEASURED for s in statuses), "seeds": len(statuses),
+            "verdict": verdict_text(statuses), "range": value_range}
+
+
+H, F, T, N = HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED
+
+
+@pytest.mark.parametrize("statuses, expected", [
+    ([H] * 5, "replicates in every seed"),
+    ([H, H, H, N, N], "replicates in every seed"),  # the unmeasured seeds give no support
+    ([F] * 5, "does not replicate"),
+    ([F, F, N, N, N], "does not replicate"),
+    ([H, H, H, H, F], "depends on the seed"),
+    ([H, F, T, N, N], "depends on the seed"),  # decided seeds disagree
+    ([H, H, H, H, T], "too close to call"),
+    ([F, F, T, T, N], "too close to call"),
+    ([T] * 5, "too close to call"),
+    ([N] * 5, "could not be measured"),
+])
+def test_outcome_of_every_combination_of_seed_statuses(statuses, expected):
+    from inductionlab.report.claims import outcome
+
+    assert outcome(_card_row(statuses)) == expected
+
+
 def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_none():
     from inductionlab.report.claims import family_comparison
 
-    def row(family, holds, measured, value_range):
-        return {"family": family, "role": "one_layer_smeared", "claim": "local", "group": "g",
-                "measure": "m", "test": "≥ 0.5", "holds": holds, "measured": measured,
-                "seeds": 5, "range": value_range}
-
-    card = pd.DataFrame([row("write_up", 5, 5, "0.6 to 0.9"), row("fam", 0, 3, "−0.336 to 0.1")])
+    card = pd.DataFrame([_card_row([H] * 5, "write_up", "0.6 to 0.9"),
+                         _card_row([F, F, F, N, N], "fam", "−0.336 to 0.1")])
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
     assert cells["W"] == "replicates in every seed (holds in 5 of 5 seeds; 0.6 to 0.9)"
     # measured in 3 seeds, holds in none: the other 2 give it no support
-    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds, 2 not measured; −0.336 to 0.1)"
+    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds (2 not measured); −0.336 to 0.1)"
     assert cells["differs"]
-    card = pd.DataFrame([row("write_up", 2, 2, "0.6"), row("fam", 0, 0, "")])
+    card = pd.DataFrame([_card_row([H, H, N, N, N], "write_up", "0.6"), _card_row([N] * 5, "fam")])
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
-    assert cells["W"] == "depends on the seed (holds in 2 of 5 seeds, 3 not measured; 0.6)"
+    assert cells["W"] == "replicates in every seed (holds in 2 of 5 seeds (3 not measured); 0.6)"
     assert cells["F"] == "could not be measured (not measured in 5 of 5 seeds)"
+
+
+@pytest.mark.parametrize("compare, threshold, bounds, expected", [
+    ("<=", 0.01, (0.0, 0.004), HOLDS),       # an absence, read as equivalence
+    ("<=", 0.01, (0.005, 0.016), TOO_CLOSE),  # the interval holds the threshold
+    ("<=", 0.01, (0.02, 0.03), FAILS),
+    (">=", 0.3, (0.29, 0.33), TOO_CLOSE),
+    (">=", 0.3, (0.31, 0.33), HOLDS),
+    (">", 0.0, (-0.2, -0.1), FAILS),
+    ("==", 2, (2, 2), HOLDS),
+    ("==", 2, (1, 2), TOO_CLOSE),
+    ("==", 2, (0, 1), FAILS),
+])
+def test_a_seed_is_decided_by_its_interval(compare, threshold, bounds, expected):
+    from inductionlab.report.claims import Estimate, decide
+
+    value = sum(bounds) / 2
+    assert decide(compare, threshold, Estimate(value, *bounds)) == expected
+    # an exact value (from the weights) is decided by the value alone
+    assert decide(compare, threshold, Estimate(value)) in (HOLDS, FAILS)
+
+
+def test_intervals_are_read_beside_their_columns_and_carried_through(tables):
+    from inductionlab.report.claims import Estimate
+
+    b = tables["behaviour"]
+    b["low"], b["high"] = b["value"] - 0.01, b["value"] + 0.01
+    est = metric_value(tables, ACC, "one_layer", 0)
+    assert isinstance(est, Estimate) and (est.low, est.high) == pytest.approx((0.19, 0.21))
+    worst = metric_value(tables, {**REPEATS, "reduce": "max"}, "one_layer", 0)
+    assert worst == pytest.approx(0.02) and (worst.low, worst.high) == pytest.approx((0.01, 0.03))
+    diff = metric_value(tables, {"derived": "difference", "a": LOSS,
+                                 "b": {**LOSS, "variant": "two_layer"}}, "smeared", 0)
+    assert diff == pytest.approx(-0.4)
+    assert diff.high - diff == pytest.approx(math.hypot(0.01, 0.01))
+    # a claim whose interval holds the threshold is too close to call, and says so per seed
+    row = evaluate_claim(claim(ACC, "<", 0.205), tables, 0)
+    assert row["status"] == TOO_CLOSE
+    card = scorecard([claim(ACC, "<", 0.205)], evaluate_claims([claim(ACC, "<", 0.205)], tables, [0]))
+    assert card.iloc[0]["values"] == "0: 0.200 [0.190, 0.210] ?"
+    assert card.iloc[0]["verdict"] == "holds in 0 of 1 seeds (1 too close to call)"
+    # the circuits table has no interval columns: exact
+    assert metric_value(tables, {"table": "circuits", "where": {"circuit": "direct"},
+                                 "column": "positivity_real"}, "smeared", 0).exact
+
+
+def test_the_scorecard_gives_the_mean_over_seeds_with_its_interval(tables):
+    card = scorecard([claim(ACC, "<", 0.5)], evaluate_claims([claim(ACC, "<", 0.5)], tables,
+                                                             [0, 1, 2])).iloc[0]
+    values = [0.2, 0.7, 0.5]
+    mean, sd = sum(values) / 3, pd.Series(values).std()
+    assert card["mean"] == pytest.approx(mean)
+    assert card["mean_high"] - card["mean"] == pytest.approx(4.303 * sd / math.sqrt(3), rel=1e-3)
+    assert "threshold < 0.5" in card["summary"] and "mean 0.467" in card["summary"]
 
 
 def test_a_negative_threshold_reads_with_a_true_minus_sign():

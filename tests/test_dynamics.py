@@ -7,11 +7,11 @@ from matplotlib import pyplot as plt
 
 from conftest import tiny_spec
 from inductionlab.report.aggregate import aggregate
-from inductionlab.analysis.dynamics import (BEST_INDUCTION, CHANCE_METRICS, DYNAMICS_COLUMNS, HEAD_SCORES,
-                                   NEVER, NO_LAYER_NOTE, NONE_FORMED, PHASE_COLUMNS,
-                                   best_induction_heads, induction_layers, induction_rise,
-                                   per_token_loss_pca, phase_change_table, pca, read_phase_change,
-                                   steepest_drop)
+from inductionlab.analysis.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
+                                   DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
+                                   best_induction_heads, induction_layers, per_token_loss_pca,
+                                   phase_change_table, pca, read_phase_change)
+from inductionlab.analysis.phase_change import PHASE_CHANGE
 from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)
 from inductionlab.report.figures import write_figure
@@ -22,8 +22,7 @@ from inductionlab.core.weights import save_weights
 from inductionlab.stages.analyses import (write_behaviour, write_circuits, write_dynamics,
                                           write_per_token_loss_pca)
 
-DYNAMICS = {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
-            "drop_smoothing": 0.25, "min_drop_rate": 0.1}
+DYNAMICS = {"eval_size": 8, "min_induction_gain": 0.1}
 
 
 def _behaviour_settings(task):
@@ -70,10 +69,10 @@ def test_dynamics_covers_every_checkpoint(staged):
     steps = checkpoint_steps(20, spec["train"]["n_checkpoints"])
     assert sorted(frame["step"].unique()) == steps
     per_step = frame.groupby("step").size()
-    # 4 scalars + 23 positions + 7 scores x 8 heads + 6 chance levels x 2 layers + best
-    # induction + direct + 8 OV + 2 OV sums + 8 QK
-    assert len(HEAD_SCORES) == 7 and len(CHANCE_METRICS) == 6
-    assert (per_step == 4 + 23 + 7 * 8 + 6 * 2 + 1 + 1 + 8 + 2 + 8).all()
+    # 4 scalars + 23 positions + (7 scores, their 7 controls, copying) x 8 heads + 7 chance
+    # levels x 2 layers + best induction and its content part + direct + 8 OV + 2 OV sums + 8 QK
+    assert len(HEAD_SCORES) == 15 and len(CHANCE_METRICS) == 7
+    assert (per_step == 4 + 23 + 15 * 8 + 7 * 2 + 2 + 1 + 8 + 2 + 8).all()
     assert not frame["metric"].str.contains("period").any()
     assert not frame.duplicated(["step", "metric", "layer", "head", "position"]).any()
     assert (frame["variant"] == "two_layer").all() and (frame["seed"] == 0).all()
@@ -97,8 +96,9 @@ def test_final_checkpoint_equals_the_behaviour_stage(staged):
     _, folder, _ = staged
     final = _final(folder)
     heads = pd.read_csv(folder / "head_scores.csv").set_index(["layer", "head"]).sort_index()
-    assert set(HEAD_SCORES) == {"induction", "nearest_copy", "first_block", "previous_token",
-                                "local", "prefix_matching", "copying"}
+    scores = {"induction", "nearest_copy", "first_block", "first_token", "previous_token", "local",
+              "prefix_matching"}
+    assert set(HEAD_SCORES) == scores | {f"{s}_control" for s in scores} | {"copying"}
     for metric in HEAD_SCORES:
         ours = final[final["metric"] == metric].set_index(["layer", "head"])["value"].sort_index()
         assert ours.index.equals(heads.index)
@@ -113,6 +113,8 @@ def test_final_checkpoint_equals_the_behaviour_stage(staged):
     best = final[final["metric"] == BEST_INDUCTION]
     assert best[["layer", "head"]].values.tolist() == [[-1, -1]]
     assert best["value"].item() == heads.loc[1, "induction"].max()  # layer 1 only
+    content = final[final["metric"] == BEST_INDUCTION_CONTENT]
+    assert content["value"].item() == pytest.approx(heads.loc[1, "induction_content"].max(), abs=1e-6)
     summary = pd.read_csv(folder / "behaviour.csv").set_index("metric")["value"]
     for metric in ("loss_all", "loss_pred", "acc_pred", "icl_score"):
         assert final.loc[final["metric"] == metric, "value"].item() == summary[metric], metric
@@ -147,18 +149,18 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     aggregate("phase_change", [folder / "phase_change.csv", other / "phase_change.csv"],
               tmp_path / "phase.csv", tmp_path / "phase_summary.csv")
     phase = read_phase_change(tmp_path / "phase.csv")
-    assert list(phase.columns) == PHASE_COLUMNS and len(phase) == 4
+    assert list(phase.columns) == PHASE_COLUMNS and len(phase) == 6
     summary = pd.read_csv(tmp_path / "phase_summary.csv")
-    assert set(summary["variant"]) == {"two_layer", "one_layer"} and "step" not in summary
-    # a 1-layer model without smeared keys has no layer that can form an induction head
+    assert set(summary["variant"]) == {"two_layer", "one_layer"} and "shape" not in summary
+    # a 1-layer model without smeared keys has no layer that can form an induction head: its
+    # best head of any layer is fitted as the control, and nothing is said to have formed
     assert not (pd.read_csv(other / "dynamics.csv")["metric"] == BEST_INDUCTION).any()
-    rise = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "induction_rise")].iloc[0]
-    assert rise["step"] == NONE_FORMED and rise["note"] == NO_LAYER_NOTE
-    assert (rise["layer"], rise["head"]) == (-1, -1) and np.isnan(rise["value"])
-    assert rise["chance"] == pytest.approx(0.127, abs=5e-4)
+    fit = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "induction_content")].iloc[0]
+    assert NO_LAYER_NOTE in fit["note"] and fit["formed"] == 0.0
+    both = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "coincidence")].iloc[0]
+    assert np.isnan(both["value"]) and "not measured" in both["note"]
     reread = read_phase_change(tmp_path / "phase.csv")
-    assert reread["step"].map(type).eq(str).all()
-    assert reread.loc[reread["metric"] == "steepest_drop_loss_pred", "note"].eq("").all()
+    assert reread["shape"].dropna().map(type).eq(str).all()
 
 
 def test_pca_rejects_different_evaluation_sets(staged, tmp_path):
@@ -191,29 +193,6 @@ def _sigmoid_drop(steps, centre, width=0.15, high=3.0, low=1.0):
     return low + (high - low) / (1 + np.exp((u - np.log(centre + 1.0)) / width))
 
 
-@pytest.mark.parametrize("centre", [30, 300, 1000, 2500])
-def test_steepest_drop_finds_a_known_drop(centre):
-    step, rate = steepest_drop(STEPS, _sigmoid_drop(STEPS, centre))
-    # within the checkpoints that bracket the drop
-    below, above = STEPS[STEPS <= centre].max(), STEPS[STEPS >= centre].min()
-    assert below <= step <= above, (step, below, above)
-    assert abs(np.log((step + 1) / (centre + 1))) < 0.3
-    assert rate > 1.0
-
-
-def test_steepest_drop_ignores_noise_between_close_checkpoints():
-    rng = np.random.default_rng(0)
-    loss = _sigmoid_drop(STEPS, 700, width=0.4) + rng.normal(0, 0.02, len(STEPS))
-    step, _ = steepest_drop(STEPS, loss)
-    assert abs(np.log((step + 1) / 701)) < 0.4
-
-
-def test_flat_curves_say_never():
-    assert steepest_drop(STEPS, np.full(len(STEPS), 2.5))[0] == NEVER
-    assert steepest_drop(STEPS, np.linspace(2.0, 2.5, len(STEPS)))[0] == NEVER  # rising
-    assert steepest_drop([0], [3.0])[0] == NEVER
-
-
 def test_induction_layers():
     assert induction_layers({"n_layers": 1, "smear_layers": []}) == []
     assert induction_layers({"n_layers": 1, "smear_layers": [0]}) == [0]
@@ -222,22 +201,22 @@ def test_induction_layers():
 
 
 CHANCE = 0.125
-FINAL = 0.625  # chance + 0.5 x (final - chance) = 0.375 exactly
 
 
-def _rising(steps=STEPS):
-    """A best induction score at chance until step 886, 0.374 at 1053 (just below the
-    midpoint 0.375), 0.375 at 1438 (exactly on it), then FINAL."""
-    return np.select([steps < 1053, steps == 1053, steps == 1438], [CHANCE, 0.374, 0.375], FINAL)
+def _rising(steps=STEPS, centre=1000, low=CHANCE, high=0.625, width=0.15):
+    """An induction score rising from ``low`` to ``high`` in a logistic of ln(step + 1)."""
+    return low + (high - low) - _sigmoid_drop(steps, centre, low=0.0, high=high - low, width=width)
 
 
-def _synthetic(induction, n_layers=2, best=(1, 2), decoy=None, seed=3, variant="v", steps=STEPS):
-    """A dynamics frame: loss_pred dropping around step 1000, the induction score
-    ``induction`` (one value per step) on head ``best`` = (layer, head), 0.1 on every
-    other head, ``decoy`` = (layer, head, value) a constant score elsewhere, and the
-    induction chance level on every layer."""
+def _synthetic(induction, n_layers=2, best=(1, 2), decoy=None, seed=3, variant="v", steps=STEPS,
+               loss_centre=1000):
+    """A dynamics frame: loss_pred dropping around step ``loss_centre``, the induction score
+    ``induction`` (one value per step) on head ``best`` = (layer, head), 0.1 on every other
+    head, ``decoy`` = (layer, head, value) a constant score elsewhere; every head's control
+    at chance (so the content part is the score minus chance), and the chance level on
+    every layer."""
     rows = []
-    for k, (s, loss) in enumerate(zip(steps, _sigmoid_drop(steps, 1000))):
+    for k, (s, loss) in enumerate(zip(steps, _sigmoid_drop(steps, loss_centre))):
         rows.append({"step": s, "metric": "loss_pred", "layer": -1, "head": -1, "value": loss})
         for l in range(n_layers):
             rows.append({"step": s, "metric": "induction_chance", "layer": l, "head": -1,
@@ -247,66 +226,65 @@ def _synthetic(induction, n_layers=2, best=(1, 2), decoy=None, seed=3, variant="
                 if decoy is not None and (l, h) == decoy[:2]:
                     value = decoy[2]
                 rows.append({"step": s, "metric": "induction", "layer": l, "head": h, "value": value})
+                rows.append({"step": s, "metric": "induction_control", "layer": l, "head": h,
+                             "value": CHANCE})
     return pd.DataFrame(rows).assign(variant=variant, seed=seed, position=-1)
 
 
-def test_induction_rise_fires_at_the_midpoint_of_a_two_layer_model():
+def test_phase_change_of_a_two_layer_model_at_the_same_time():
     # a layer-0 head at 0.9 throughout must not count: layer 0 cannot form an induction head
     frame = _synthetic(_rising(), n_layers=2, best=(1, 2), decoy=(0, 1, 0.9))
-    table = phase_change_table(frame, DYNAMICS, 6, induction_layers({"n_layers": 2}))
+    table = phase_change_table(frame, DYNAMICS, induction_layers({"n_layers": 2}))
     assert list(table.columns) == PHASE_COLUMNS
     table = table.set_index("metric")
-    assert 886 <= table.loc["steepest_drop_loss_pred", "step"] <= 1053
-    assert np.isnan(table.loc["steepest_drop_loss_pred", "chance"])
-    assert table.loc["steepest_drop_loss_pred", "note"] == ""
-    rise = table.loc["induction_rise"]
-    assert rise["step"] == 1438
-    assert rise["value"] == 0.375 and rise["chance"] == CHANCE
-    assert (rise["layer"], rise["head"]) == (1, 2) and rise["note"] == ""
-    assert "chance + 0.5 x (final - chance)" in rise["definition"]
-    assert "layer 1," in rise["definition"] and "< 0.1" in rise["definition"]
-    assert "ln(step + 1)" in table.loc["steepest_drop_loss_pred", "definition"]
+    loss, induction, both = (table.loc[k] for k in ("loss_pred", "induction_content", "coincidence"))
+    for fit, direction in ((loss, "falls"), (induction, "rises")):
+        assert fit["shape"] == PHASE_CHANGE and fit["direction"] == direction
+        assert fit["midpoint"] == pytest.approx(1000, rel=0.1)
+        assert fit["midpoint_low"] <= 1000 * 1.05 and fit["midpoint_high"] >= 1000 * 0.95
+        assert fit["one_drop"] == 1.0 and fit["r2"] > 0.99
+    assert induction["formed"] == 1.0 and induction["drop"] == pytest.approx(-0.5, abs=0.02)
+    assert both["value"] < np.log(2) and both["low"] <= both["value"] <= both["high"]
+    assert "layer 1" in induction["definition"] and "ln(step + 1)" in loss["definition"]
 
 
-def test_induction_rise_of_a_smeared_one_layer_model_and_its_settings():
-    frame = _synthetic(_rising(), n_layers=1, best=(0, 3))
-    layers = induction_layers({"n_layers": 1, "smear_layers": [0]})
-    rise = phase_change_table(frame, DYNAMICS, 6, layers).set_index("metric").loc["induction_rise"]
-    assert rise["step"] == 1438 and (rise["layer"], rise["head"]) == (0, 3)
-    # a quarter of the way (0.25): 0.374 at 1053 is enough
-    early = {**DYNAMICS, "induction_rise_fraction": 0.25}
-    rise = phase_change_table(frame, early, 6, layers).set_index("metric").loc["induction_rise"]
-    assert rise["step"] == 1053 and rise["value"] == 0.374
-    assert "chance + 0.25 x (final - chance)" in rise["definition"]
-    # the same gain (0.5) against a higher bar: none formed
-    strict = {**DYNAMICS, "min_induction_gain": 0.6}
-    rise = phase_change_table(frame, strict, 6, layers).set_index("metric").loc["induction_rise"]
-    assert rise["step"] == NONE_FORMED
+def test_phase_changes_far_apart_do_not_coincide():
+    frame = _synthetic(_rising(centre=30), n_layers=2, best=(1, 2), loss_centre=3000)
+    both = phase_change_table(frame, DYNAMICS, [1]).set_index("metric").loc["coincidence"]
+    assert both["low"] > np.log(2)
 
 
-def test_flat_induction_score_says_none_formed():
+def test_a_smooth_loss_is_no_phase_change_and_no_coincidence():
+    frame = _synthetic(_rising(), n_layers=2, best=(1, 2))
+    frame.loc[frame["metric"] == "loss_pred", "value"] = np.exp(
+        -frame.loc[frame["metric"] == "loss_pred", "step"].to_numpy() / 1000.0)
+    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    assert table.loc["loss_pred", "shape"] != PHASE_CHANGE
+    assert np.isnan(table.loc["coincidence", "value"])
+    assert "not a phase change" in table.loc["coincidence", "note"]
+
+
+def test_flat_induction_content_says_none_formed():
     flat = np.where(STEPS >= 1053, CHANCE + 0.05, CHANCE)
     frame = _synthetic(flat, n_layers=2, best=(1, 0))
-    rise = phase_change_table(frame, DYNAMICS, 6, [1]).set_index("metric").loc["induction_rise"]
-    assert rise["step"] == NONE_FORMED
-    assert rise["value"] == pytest.approx(0.175) and (rise["layer"], rise["head"]) == (1, 0)
-    assert rise["note"] == ("no induction head formed: the best head's final induction score "
-                            "0.175 (L1H0) is 0.050 above chance 0.125 (< 0.1)")
-    below = induction_rise(pd.DataFrame({"step": [0, 10], "value": [0.125, 0.1],
-                                         "layer": [1, 1], "head": [0, 0]}), CHANCE)
-    assert below["step"] == NONE_FORMED and "is 0.025 below chance 0.125" in below["note"]
+    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    assert table.loc["induction_content", "formed"] == 0.0
+    assert "no induction head formed: the best content part at the last checkpoint is 0.050 (< 0.1)" \
+        in table.loc["induction_content", "note"]
+    assert np.isnan(table.loc["coincidence", "value"])
+    assert "no induction head formed" in table.loc["coincidence", "note"]
+    strict = phase_change_table(_synthetic(_rising(), best=(1, 2)), {**DYNAMICS, "min_induction_gain": 0.6}, [1])
+    assert strict.set_index("metric").loc["induction_content", "formed"] == 0.0
 
 
-def test_one_layer_model_without_smear_says_no_layer_can_form_one():
+def test_one_layer_model_is_the_control():
     frame = _synthetic(_rising(), n_layers=1, best=(0, 2))
-    layers = induction_layers({"n_layers": 1, "smear_layers": []})
-    table = phase_change_table(frame, DYNAMICS, 6, layers).set_index("metric")
-    rise = table.loc["induction_rise"]
-    assert rise["step"] == NONE_FORMED
-    assert rise["note"] == "no layer can form an induction head (needs layer >= 1 or smeared keys)"
-    assert np.isnan(rise["value"]) and (rise["layer"], rise["head"]) == (-1, -1)
-    assert rise["chance"] == CHANCE
-    assert isinstance(table.loc["steepest_drop_loss_pred", "step"], int)  # the loss still counts
+    table = phase_change_table(frame, DYNAMICS, induction_layers({"n_layers": 1})).set_index("metric")
+    fit = table.loc["induction_content"]
+    assert NO_LAYER_NOTE in fit["note"] and fit["formed"] == 0.0
+    assert fit["shape"] == PHASE_CHANGE  # what the detector says of the control's best head
+    assert table.loc["loss_pred", "shape"] == PHASE_CHANGE  # the loss still counts
+    assert np.isnan(table.loc["coincidence", "value"])
 
 
 def test_best_induction_heads_follow_the_best_head():
@@ -317,11 +295,15 @@ def test_best_induction_heads_follow_the_best_head():
     assert best.loc[best["step"] < 1053, "head"].eq(0).all()
     assert best.loc[best["step"] >= 1053, "head"].eq(2).all()
     assert best_induction_heads(frame, []).empty
+    content = best_induction_heads(frame, [1], "induction_content")
+    assert content["value"].iloc[-1] == pytest.approx(0.8 - CHANCE)
 
 
 def _study_tables(tmp_path):
     """Aggregated dynamics and phase_change tables: a 2-layer variant with two seeds
     (one formed an induction head, one did not) and a 1-layer variant."""
+    from inductionlab.analysis.dynamics import best_induction_rows
+
     frames, phases = [], []
     for variant, seed, curve in (("two_layer", 0, _rising()),
                                  ("two_layer", 1, np.full(len(STEPS), CHANCE)),
@@ -330,11 +312,10 @@ def _study_tables(tmp_path):
         layers = induction_layers({"n_layers": n_layers})
         frame = _synthetic(curve, n_layers=n_layers, best=(n_layers - 1, 2), seed=seed,
                            variant=variant)
-        best = best_induction_heads(frame, layers)
-        frame = pd.concat([frame, best.assign(metric=BEST_INDUCTION, layer=-1, head=-1, position=-1,
-                                              variant=variant, seed=seed)])
+        frame = pd.concat([frame, best_induction_rows(frame, layers or [0]).assign(
+            variant=variant, seed=seed)])
         frames.append(frame[DYNAMICS_COLUMNS])
-        phases.append(phase_change_table(frame, DYNAMICS, 6, layers))
+        phases.append(phase_change_table(frame, DYNAMICS, layers))
     pd.concat(frames).to_csv(tmp_path / "dynamics.csv", index=False)
     pd.concat(phases).to_csv(tmp_path / "phase_change.csv", index=False)
     return tmp_path / "dynamics.csv", tmp_path / "phase_change.csv"
@@ -344,7 +325,7 @@ def test_phase_change_figure(tmp_path):
     dynamics_csv, phase_csv = _study_tables(tmp_path)
     dynamics, phase = pd.read_csv(dynamics_csv), read_phase_change(phase_csv)
     assert phase.set_index(["variant", "seed", "metric"]).loc[
-        ("two_layer", 1, "induction_rise"), "step"] == NONE_FORMED
+        ("two_layer", 1, "induction_content"), "formed"] == 0.0
     two = lambda f: f[f["variant"] == "two_layer"]  # noqa: E731
     fig = phase_change_figure(two(dynamics), two(phase), "two_layer")
     left, right = fig.axes[:2]
@@ -353,12 +334,16 @@ def test_phase_change_figure(tmp_path):
     assert left.get_xlabel() and left.get_ylabel() and right.get_ylabel()
     assert "two_layer" in fig._suptitle.get_text()
     labels = left.get_legend_handles_labels()[1]
-    assert "seed 1 (induction rise: none formed)" in labels and "seed 0" in labels
-    assert any(label.startswith("chance") for label in right.get_legend_handles_labels()[1])
-    # seed 0's induction rise: a dotted vertical line at step 1438 + 1
+    assert any(label.startswith("seed 0: loss phase change") for label in labels)
+    assert any("seed 1" in label and "no induction head formed" in label for label in labels)
+    # seed 0's induction fit is a phase change: a dotted vertical line at its midpoint + 1
     dotted = [line for line in right.get_lines() if line.get_linestyle() == ":"
               and len(set(line.get_xdata())) == 1]
-    assert [line.get_xdata()[0] for line in dotted] == [1439]
+    midpoint = phase.set_index(["variant", "seed", "metric"]).loc[
+        ("two_layer", 0, "induction_content"), "midpoint"]
+    assert [line.get_xdata()[0] for line in dotted] == [pytest.approx(midpoint + 1)]
+    # the fitted curves are drawn over the points
+    assert sum(1 for line in right.get_lines() if len(line.get_xdata()) == 200) == 2
     plt.close(fig)
     settings = tmp_path / "behaviour.json"
     settings.write_text(json.dumps({"task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4}}))

@@ -12,13 +12,14 @@ and the metric's name, so every model sees the same resamples); a rate of events
 repeat rate, a share of letters or prompts) the exact binomial interval on (events,
 trials); a count or a standard deviation none (NaN). A rate over letters of greedy
 completions counts every letter as a trial, though the letters of one completion are
-not independent: its interval is narrower than a bootstrap over prompts would give.
+not independent: its interval can be narrower than a bootstrap over prompts would give.
+``failure_modes.csv`` does the same per pattern, over the pattern's sampled blocks.
 
 The period test (:func:`period_measures`) repeats blocks of ``n`` distinct letters for
 several ``n``: a model that copies what followed the earlier occurrence of the current
 letter (by content) predicts every period, one that copies from a fixed distance back
-(by position) only the period it was trained on and its divisors. The first-or-nearest
-prompts (:func:`shared_prefix_measures`) are the write-up's ABCXYZABCDEF made random:
+(by position) only the period it was trained on. The first-or-nearest prompts
+(:func:`shared_prefix_measures`) are the write-up's ABCXYZABCDEF made random:
 two blocks sharing their first letters, then those letters again; which block's next
 letter the model predicts tells whether it follows the first or the nearest occurrence.
 """
@@ -32,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core.data import (ALPHABET, TaskConfig, check_prompt, decode, encode,
+from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
                          predictable_mask, repeat_blocks, sample_blocks)
 from ..core.seeding import generator
 from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
@@ -50,8 +51,10 @@ class Measure:
 
     ``units``: the per-unit values (one per sequence or prompt) whose mean the value is;
     its interval is a percentile bootstrap over them. ``events``: (k, n) of a rate k / n;
-    its interval is the exact binomial one (NaN when n = 0). Neither: a value with no
-    interval (a count, a standard deviation).
+    its interval is the exact binomial one (NaN when n = 0). Both (a rate of events that
+    come in groups, e.g. the letters of one completion): the union of the two intervals,
+    since the letters of one prompt are not independent trials and a bootstrap of no
+    event is [0, 0]. Neither: a value with no interval (a count, a standard deviation).
     """
     value: float
     units: np.ndarray | None = None
@@ -59,11 +62,14 @@ class Measure:
 
     def interval(self, seed: int, purpose: str) -> tuple[float, float]:
         """The 95 % interval (low, high); the bootstrap's resamples come from (seed, purpose)."""
+        bounds = []
         if self.units is not None:
-            return bootstrap_interval(self.units, seed=seed, purpose=purpose)
+            bounds.append(bootstrap_interval(self.units, seed=seed, purpose=purpose))
         if self.events is not None and self.events[1] > 0:
-            return binomial_interval(*self.events)
-        return math.nan, math.nan
+            bounds.append(binomial_interval(*self.events))
+        if not bounds:
+            return math.nan, math.nan
+        return min(b[0] for b in bounds), max(b[1] for b in bounds)
 
 
 def mean_measure(units: torch.Tensor, value: float | None = None) -> Measure:
@@ -73,15 +79,19 @@ def mean_measure(units: torch.Tensor, value: float | None = None) -> Measure:
 
 
 def rate_measure(events: torch.Tensor) -> Measure:
-    """The share of True in a bool tensor, every element a trial."""
-    return Measure(events.float().mean().item(), events=(int(events.sum()), events.numel()))
+    """The share of True in a bool tensor, every element a trial; rows of a 2-d tensor are
+    also units of a bootstrap (the letters of one prompt, say)."""
+    units = events.float().mean(-1).double().numpy() if events.dim() == 2 else None
+    return Measure(events.float().mean().item(), units=units,
+                   events=(int(events.sum()), events.numel()))
 
 
 def measure_table(measures: dict[str, Measure], seed: int) -> pd.DataFrame:
-    """Columns metric, value, low, high: one row per measure, its interval seeded from
-    (``seed``, the metric's name)."""
+    """Columns metric, value, low, high: one row per measure. Every bootstrap resamples the
+    units with the same draws for a given number of units (seeded from ``seed``), as one
+    resampling of the evaluation sample."""
     low, high = interval_columns("value")
-    bounds = [m.interval(seed, name) for name, m in measures.items()]
+    bounds = [m.interval(seed, "behaviour-units") for m in measures.values()]
     return pd.DataFrame({"metric": list(measures), "value": [float(m.value) for m in measures.values()],
                          low: [b[0] for b in bounds], high: [b[1] for b in bounds]})
 
@@ -470,9 +480,10 @@ def period_measures(model, task: TaskConfig, periods, n: int, seed: int) -> dict
     occurred before (p back); they predict tokens p + 1 .. T - 1. The first letter of the
     second block (token p) is left out: nothing in the context determines it for a model
     that does not already know the period. A model that copies what followed the earlier
-    occurrence of the current letter scores 1 at every p; one that copies the letter
-    ``s`` back by position predicts token i - s for token i + 1, right only where p
-    divides s + 1 (the task's block_len for a model trained to wrap the block).
+    occurrence of the current letter scores 1 at every p. One that copies the letter
+    ``s`` back by position (s = block_len - 1 solves the task) predicts token i - s for
+    token i + 1: from position s on, right at every prediction where p divides s + 1 and
+    at none elsewhere.
     """
     out = {}
     for p in dict.fromkeys(periods):
@@ -600,8 +611,11 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
 
     log(f"[{name}] scoring heads on {settings['n_sequences']} sequences")
     tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+    control = control_sample(settings["n_sequences"], task, settings["eval_seed"])
     scores, means, logits = head_score_table(model, tokens, distinct, task.block_len,
-                                             settings["roles"]["local_window"], return_logits=True)
+                                             settings["roles"]["local_window"], return_logits=True,
+                                             control_tokens=control, intervals=True,
+                                             seed=settings["eval_seed"])
     scores["roles"] = ["+".join(head_roles(row, settings["roles"])) or "none"
                        for row in scores.to_dict("records")]
 

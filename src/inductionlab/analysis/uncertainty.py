@@ -109,11 +109,25 @@ def _log_binom_cdf(k: int, n: int, p: float) -> float:
         return 0.0
     if p >= 1.0:
         return 0.0 if k >= n else -math.inf
-    i = np.arange(0, k + 1)
-    logs = (math.lgamma(n + 1) - np.array([math.lgamma(j + 1) + math.lgamma(n - j + 1) for j in i])
-            + i * math.log(p) + (n - i) * math.log1p(-p))
+    return float(_log_sum_exp(_log_choose(n, k) + _I(k) * math.log(p) + (n - _I(k)) * math.log1p(-p)))
+
+
+@lru_cache(maxsize=64)
+def _log_choose(n: int, k: int) -> np.ndarray:
+    """ln C(n, j) for j = 0 .. k (read-only)."""
+    j = np.arange(1, k + 1, dtype=np.float64)
+    out = np.concatenate([[0.0], np.cumsum(np.log(n - j + 1) - np.log(j))])
+    out.flags.writeable = False
+    return out
+
+
+def _I(k: int) -> np.ndarray:
+    return np.arange(0, k + 1, dtype=np.float64)
+
+
+def _log_sum_exp(logs: np.ndarray) -> float:
     top = logs.max()
-    return float(top + math.log(np.exp(logs - top).sum()))
+    return top + math.log(np.exp(logs - top).sum())
 
 
 def _solve(f, target: float) -> float:

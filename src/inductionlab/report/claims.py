@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -126,12 +125,18 @@ def load_claims(path) -> list[dict]:
 # ---------------------------------------------------------------- metrics
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A measured value and its 95 % interval; ``low``/``high`` NaN: exact (from weights)."""
-    value: float
-    low: float = math.nan
-    high: float = math.nan
+class Estimate(float):
+    """A measured value (it is the float) and its 95 % interval ``low``, ``high``; NaN bounds:
+    exact (a value from the weights). Compares and computes as the plain value."""
+
+    def __new__(cls, value, low: float = math.nan, high: float = math.nan):
+        obj = super().__new__(cls, value)
+        obj.low, obj.high = float(low), float(high)
+        return obj
+
+    @property
+    def value(self) -> float:
+        return float(self)
 
     @property
     def exact(self) -> bool:
@@ -142,8 +147,8 @@ class Estimate:
         """(low, high), the value itself twice when exact."""
         return (self.value, self.value) if self.exact else (self.low, self.high)
 
-    def __float__(self) -> float:
-        return float(self.value)
+    def __repr__(self) -> str:
+        return f"Estimate({self.value!r}, {self.low!r}, {self.high!r})"
 
 
 def exact(value: float) -> Estimate:

@@ -24,7 +24,8 @@ def _is_phase_change(row) -> bool:
     """A fit whose shape is a phase change (its midpoint is drawn)."""
     from ..analysis.phase_change import PHASE_CHANGE
 
-    return str(getattr(row, "shape", "")) == PHASE_CHANGE and np.isfinite(float(row.midpoint))
+    shape, midpoint = (row["shape"], row["midpoint"]) if isinstance(row, pd.Series) else (row.shape, row.midpoint)
+    return str(shape) == PHASE_CHANGE and np.isfinite(float(midpoint))
 
 
 def _phase_lines(ax, phase: pd.DataFrame | None) -> None:
