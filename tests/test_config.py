@@ -113,7 +113,7 @@ def test_experiment_settings_are_free_form_by_name_in_the_main_schema():
 @pytest.mark.parametrize("change,expected", [
     ({"train": {"lr": float("nan")}}, "train.lr: nan is not a finite number"),
     ({"train": {"lr": float("inf")}}, "train.lr: inf is not a finite number"),
-    ({"dynamics": {"drop_smoothing": float("nan")}}, "dynamics.drop_smoothing: nan is not a finite"),
+    ({"dynamics": {"min_induction_gain": float("nan")}}, "dynamics.min_induction_gain: nan is not a finite"),
     ({"train": {"batch_size": 64.0}}, "train.batch_size: 64.0 is a float; write an integer (64)"),
     ({"variants": {"a": {"d_model": 32.0}}}, "variants.a.d_model: 32.0 is a float"),
     ({"train": {"eval_every": 20.0}}, "train.eval_every: 20.0 is a float"),
@@ -127,8 +127,8 @@ def test_experiment_settings_are_free_form_by_name_in_the_main_schema():
     ({"behaviour": {"roles": {"above_chance": -0.1}}}, "behaviour.roles.above_chance"),
     ({"behaviour": {"roles": {"above_chance": 1.5}}}, "behaviour.roles.above_chance"),
     ({"behaviour": {"roles": {"times_chance": 0.5}}}, "behaviour.roles.times_chance"),
-    ({"dynamics": {"min_drop_rate": -1}}, "dynamics.min_drop_rate"),
-    ({"dynamics": {"induction_rise_fraction": 1.0}}, "dynamics.induction_rise_fraction"),
+    ({"dynamics": {"min_induction_gain": -1}}, "dynamics.min_induction_gain"),
+    ({"dynamics": {"drop_smoothing": 0.25}}, "drop_smoothing"),
     ({"dynamics": {"min_induction_gain": 2.0}}, "dynamics.min_induction_gain"),
 ])
 def test_the_schema_refuses_what_would_fail_later(change, expected):

@@ -32,8 +32,7 @@ from inductionlab.core.weights import model_arrays
 
 TASK = {"vocab_size": 26, "block_len": 6, "n_blocks": 4}
 STEPS = np.array(checkpoint_steps(10000, 40))
-DYNAMICS = {"eval_size": 8, "induction_rise_fraction": 0.5, "min_induction_gain": 0.1,
-            "drop_smoothing": 0.25, "min_drop_rate": 0.1}
+DYNAMICS = {"eval_size": 8, "min_induction_gain": 0.1}
 ENTRIES = [{"kind": k} for k in ("composition_table", "remove_head_from_keys",
                                  "remove_head_from_queries", "values_from_embedding", "zero_heads",
                                  "mean_heads", "zero_heads_frozen_patterns", "smear_off")]

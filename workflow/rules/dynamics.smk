@@ -79,7 +79,8 @@ report_section(
     text=DYNAMICS_WORDS["dynamics_text"],
     tables=[{"path": aggregated_table("phase_change"),
              "caption": DYNAMICS_WORDS["dynamics_table1"],
-             "columns": ["seed", "metric", "step", "value", "chance", "layer", "head", "note"]}],
+             "columns": ["seed", "metric", "shape", "midpoint", "midpoint_low", "midpoint_high",
+                         "span", "span_low", "span_high", "r2", "value", "low", "high"]}],
     figures=[
         {"path": f"{RESULTS}/figures/{{model}}/phase_change.png",
          "caption": DYNAMICS_WORDS["dynamics_figure1"]},

@@ -22,6 +22,10 @@ LABELS = {
     "ood_two_blocks_follows_first": "two-block prompts: letters continuing the first block (share)",
     "ood_two_blocks_follows_second": "two-block prompts: letters continuing the second block (share)",
     "ood_two_blocks_repeat_rate": "two-block prompts: immediate-repeat rate",
+    "ood_two_blocks_second_minus_first": "two-block prompts: second minus first block (share)",
+    "shared_prefix_follows_first": "shared-prefix prompts: follows the first block (share)",
+    "shared_prefix_follows_nearest": "shared-prefix prompts: follows the nearest block (share)",
+    "shared_prefix_nearest_minus_first": "shared-prefix prompts: nearest minus first (share)",
     "delta_loss_all": "Δ loss, all targets (nats)",
     "delta_loss_pred": "Δ loss, predictable targets (nats)",
     # circuits
@@ -35,6 +39,7 @@ LABELS = {
     "induction": "induction (all copies)",
     "nearest_copy": "nearest copy (5 back)",
     "first_block": "first-block copy",
+    "first_token": "first token (key 0)",
     "previous_token": "previous token",
     "local": "local window",
     "prefix_matching": "prefix matching",
@@ -48,8 +53,19 @@ LABELS = {
     "accuracy": "accuracy (share of letters right)",
     "in_distribution": "in distribution",
     # phase change
-    "steepest_drop_loss_pred": "steepest drop of the predictable-target loss",
-    "induction_rise": "induction rise (best head halfway from chance)",
+    "loss_pred": "loss, predictable targets",
+    "induction_content": "induction content part (score − control)",
+    "coincidence": "gap |ln ratio| of the midpoints",
+    "shape": "shape",
+    "midpoint": "midpoint (step)",
+    "midpoint_low": "midpoint, 95 % low",
+    "midpoint_high": "midpoint, 95 % high",
+    "span": "10–90 % span (× steps)",
+    "span_low": "span, 95 % low",
+    "span_high": "span, 95 % high",
+    "r2": "R²",
+    "low": "95 % low",
+    "high": "95 % high",
     "note": "note",
     # failure modes
     "pattern": "repetition pattern",
@@ -113,6 +129,11 @@ _RANDOM_WHAT = {"acc_mean": "greedy accuracy", "exact": "share completed exactly
 _OOD = re.compile(r"^ood_len(\d+)_(\w+)$")
 _LAYER_SCORE = re.compile(r"^(\w+?)_(mean|max|chance)_L(\d+)$")
 _CHANCE = re.compile(r"^(\w+)_chance$")
+_SCORE_PART = re.compile(r"^(\w+?)_(control|content|low|high|content_low|content_high)$")
+_PERIOD = re.compile(r"^period(\d+)_acc$")
+_PARTS = {"control": "on random sequences (control)", "content": "content part (− control)",
+          "low": "95 % low", "high": "95 % high", "content_low": "content part, 95 % low",
+          "content_high": "content part, 95 % high"}
 
 
 def label(name) -> str:
@@ -134,4 +155,10 @@ def label(name) -> str:
     m = _CHANCE.match(name)
     if m and m.group(1) in LABELS:
         return f"{LABELS[m.group(1)]}: chance level"
+    m = _SCORE_PART.match(name)
+    if m and m.group(1) in LABELS:
+        return f"{LABELS[m.group(1)]}: {_PARTS[m.group(2)]}"
+    m = _PERIOD.match(name)
+    if m:
+        return f"period test: accuracy on blocks of {m.group(1)} distinct letters"
     return name.replace("_", " ")
