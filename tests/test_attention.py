@@ -63,7 +63,7 @@ def test_scores_on_uniform_attention():
 
 
 def test_chance_levels_of_the_task():
-    """The values SCIENCE.md quotes for T = 24, from the masks."""
+    """The chance levels of uniform causal attention for T = 24, from the masks."""
     from inductionlab.analysis.attention import attention_score
 
     u = uniform_pattern(24)

@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
+from inductionlab.config import behaviour_settings_problems
 from inductionlab.analysis.behaviour import (adjacent_repeats, behaviour_results, blocks_with_pattern,
                                     check_prompt, expected_completion, failure_modes,
                                     greedy_complete, icl_score, immediate_repeats, in_prompt,
                                     pattern_of, pattern_probability, period_measures,
                                     period_sequences, prompt_suite, random_prompt_summary,
-                                    repetition_patterns, settings_problems,
+                                    repetition_patterns,
                                     shared_prefix_measures, shared_prefix_prompts)
 from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
 from inductionlab.core.model import ModelConfig, build_model
@@ -299,12 +300,12 @@ def test_shared_prefix_tells_first_from_nearest():
 
 
 def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
-    assert settings_problems({}, TASK) == []
-    problems = settings_problems({"period_lengths": [1, 6, 23], "shared_prefix_len": 6}, TASK)
+    assert behaviour_settings_problems({}, TASK) == []
+    problems = behaviour_settings_problems({"period_lengths": [1, 6, 23], "shared_prefix_len": 6}, TASK)
     assert len(problems) == 3
     assert "behaviour.period_lengths: 1 " in problems[0] and "behaviour.period_lengths: 23 " in problems[1]
     assert "behaviour.shared_prefix_len: 6 " in problems[2]
-    assert settings_problems({"period_lengths": [10]}, TaskConfig(vocab_size=8))  # 10 letters of 8
+    assert behaviour_settings_problems({"period_lengths": [10]}, TaskConfig(vocab_size=8))  # 10 letters of 8
 
     def never(tokens, *args, **kwargs):
         raise AssertionError("the model ran")

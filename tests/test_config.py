@@ -130,6 +130,9 @@ def test_experiment_settings_are_free_form_by_name_in_the_main_schema():
     ({"dynamics": {"min_induction_gain": -1}}, "dynamics.min_induction_gain"),
     ({"dynamics": {"drop_smoothing": 0.25}}, "drop_smoothing"),
     ({"dynamics": {"min_induction_gain": 2.0}}, "dynamics.min_induction_gain"),
+    ({"behaviour": {"shared_prefix_len": 6}}, "behaviour.shared_prefix_len: 6 must be between 1 and"),
+    ({"task": {"vocab_size": 8}, "behaviour": {"period_lengths": [10]}},
+     "behaviour.period_lengths: 10 must be between 2 and 8"),
 ])
 def test_the_schema_refuses_what_would_fail_later(change, expected):
     config = {**copy.deepcopy(GOOD), **change}

@@ -109,7 +109,7 @@ def test_final_checkpoint_equals_the_behaviour_stage(staged):
         assert (ours["head"] == -1).all() and ours["layer"].tolist() == [0, 1], metric
         assert (ours["value"].to_numpy() == layer_chance[metric].to_numpy()).all(), metric
     assert final.loc[final["metric"] == "induction_chance", "value"].iloc[0] == pytest.approx(
-        0.127, abs=5e-4)  # SCIENCE.md: all copies, T = 24
+        0.127, abs=5e-4)  # uniform attention on all copies, T = 24
     best = final[final["metric"] == BEST_INDUCTION]
     assert best[["layer", "head"]].values.tolist() == [[-1, -1]]
     assert best["value"].item() == heads.loc[1, "induction"].max()  # layer 1 only

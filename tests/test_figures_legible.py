@@ -23,8 +23,7 @@ from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
 from inductionlab.analysis.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
-from inductionlab.analysis.dynamics import (BEST_INDUCTION, best_induction_heads, induction_layers,
-                                   phase_change_table)
+from inductionlab.analysis.dynamics import best_induction_rows, induction_layers, phase_change_table
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, legibility_problems, png_size
 from inductionlab.core.train import checkpoint_steps
@@ -86,17 +85,15 @@ def dynamics_frame(variant="two_layer", seeds=(0, 1), n_layers=2, n_heads=4):
             for h in range(n_heads):
                 best = l == n_layers - 1 and h == (seed % n_heads)
                 add("induction", (0.13 + 0.7 * u if best else 0.1) + noise(), l, h)
+                add("induction_control", 0.13 + noise(), l, h)
                 add("previous_token", (0.1 + 0.8 * u if l == 0 and h == 1 else 0.08) + noise(), l, h)
                 add("ov_positivity", np.clip(-0.1 + (0.9 if best else 0.2) * u + noise(), -1, 1), l, h)
         frame = pd.DataFrame(rows).assign(variant=variant, seed=seed)
         layers = induction_layers({"n_layers": n_layers})
-        best = best_induction_heads(frame, layers)
-        frame = pd.concat([frame, best.assign(metric=BEST_INDUCTION, layer=-1, head=-1, position=-1,
-                                              variant=variant, seed=seed)])
+        frame = pd.concat([frame, best_induction_rows(frame, layers).assign(variant=variant, seed=seed)])
         frames.append(frame[["variant", "seed", "step", "metric", "layer", "head", "position", "value"]])
-        phases.append(phase_change_table(frame, DYNAMICS, 6, layers))
+        phases.append(phase_change_table(frame, DYNAMICS, layers))
     phase = pd.concat(phases, ignore_index=True)
-    phase["step"] = phase["step"].astype(str)
     return pd.concat(frames, ignore_index=True), phase
 
 

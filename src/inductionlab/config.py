@@ -146,6 +146,29 @@ def _check_behaviour(config: dict) -> list[str]:
         if L >= task.seq_len:
             problems.append(f"behaviour.random_prompt_lengths: {L} leaves nothing to complete "
                             f"(sequence length {task.seq_len})")
+    return problems + behaviour_settings_problems(behaviour, task)
+
+
+def behaviour_settings_problems(settings: dict, task) -> list[str]:
+    """What is wrong with ``period_lengths`` and ``shared_prefix_len`` of the behaviour
+    settings for ``task``, one line per problem naming the key (none: an empty list).
+
+    A period needs its distinct letters in the vocabulary and a prediction after the
+    letter that first repeats: 2 <= p <= min(vocab_size, seq_len - 2). The shared prefix
+    leaves each block a letter of its own: 1 <= prefix_len <= block_len - 1.
+    """
+    problems = []
+    top = min(task.vocab_size, task.seq_len - 2)
+    for p in settings.get("period_lengths", (4, 5, 6, 7, 8)):
+        if not 2 <= p <= top:
+            problems.append(f"behaviour.period_lengths: {p} must be between 2 and {top} (the "
+                            f"block's distinct letters among vocab_size = {task.vocab_size}, and "
+                            f"a prediction after its first repeat in {task.seq_len} tokens)")
+    prefix = settings.get("shared_prefix_len", 3)
+    if not 1 <= prefix <= task.block_len - 1:
+        problems.append(f"behaviour.shared_prefix_len: {prefix} must be between 1 and "
+                        f"task.block_len - 1 = {task.block_len - 1} (each block keeps a letter "
+                        "of its own)")
     return problems
 
 

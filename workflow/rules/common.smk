@@ -253,6 +253,8 @@ def report_manifest_json(wildcards):
         "family_comparison": f"{RESULTS}/tables/family_comparison.csv",
         "claim_groups": list(claim_groups().items()),  # a list: the manifest's keys are sorted
         "failure_modes": aggregated_table("failure_modes", summary=True),
+        "content_or_position": {"head_scores": aggregated_table("head_scores"),
+                                "behaviour": aggregated_table("behaviour")},
         "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),
         "headline": {

@@ -125,6 +125,9 @@ rule report:
         scorecard=f"{RESULTS}/tables/scorecard.csv",
         comparison=f"{RESULTS}/tables/family_comparison.csv",
         headline=aggregated_table("behaviour", summary=True),
+        # the summary's content-or-position table
+        head_scores=aggregated_table("head_scores"),
+        behaviour=aggregated_table("behaviour"),
         shown=lambda w: report_inputs(),
     output:
         html="reports/report.html",

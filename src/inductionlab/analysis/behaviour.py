@@ -1,7 +1,7 @@
 """What a model does: greedy completions, the failure-mode suite, habits, ICL score,
 the period test and the first-or-nearest prompts.
 
-See SCIENCE.md, "Behaviour". Every random sample comes from a generator seeded
+See the methods appendix of the report, "Behaviour". Every random sample comes from a generator seeded
 with the behaviour settings' ``eval_seed``, so every model sees the same prompts.
 
 Every sampled value of ``behaviour.csv`` carries its 95 % interval (columns ``low`` and
@@ -36,6 +36,7 @@ import torch
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
                          predictable_mask, repeat_blocks, sample_blocks)
 from ..core.seeding import generator
+from ..config import behaviour_settings_problems
 from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
 
 # the schema's defaults, for settings files written before these keys existed
@@ -542,29 +543,6 @@ def shared_prefix_measures(model, task: TaskConfig, prefix_len: int, n: int,
                                                               - follows_first.double())}
 
 
-def settings_problems(settings: dict, task: TaskConfig) -> list[str]:
-    """What is wrong with ``period_lengths`` and ``shared_prefix_len`` of the behaviour
-    settings for ``task``, one line per problem naming the key (none: an empty list).
-
-    A period needs its distinct letters in the vocabulary and a prediction after the
-    letter that first repeats: 2 <= p <= min(vocab_size, seq_len - 2). The shared prefix
-    leaves each block a letter of its own: 1 <= prefix_len <= block_len - 1.
-    """
-    problems = []
-    top = min(task.vocab_size, task.seq_len - 2)
-    for p in settings.get("period_lengths", PERIOD_LENGTHS):
-        if not 2 <= p <= top:
-            problems.append(f"behaviour.period_lengths: {p} must be between 2 and {top} (the "
-                            f"block's distinct letters among vocab_size = {task.vocab_size}, and "
-                            f"a prediction after its first repeat in {task.seq_len} tokens)")
-    prefix = settings.get("shared_prefix_len", SHARED_PREFIX_LEN)
-    if not 1 <= prefix <= task.block_len - 1:
-        problems.append(f"behaviour.shared_prefix_len: {prefix} must be between 1 and "
-                        f"task.block_len - 1 = {task.block_len - 1} (each block keeps a letter "
-                        "of its own)")
-    return problems
-
-
 # ---------------------------------------------------------------- the stage
 
 def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -602,7 +580,7 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     prompts = [p["prompt"] for p in settings["prompts"]]
     for p in prompts:  # every prompt and setting is checked before any model runs
         check_prompt(p, task)
-    problems = settings_problems(settings, task)
+    problems = behaviour_settings_problems(settings, task)
     if problems:
         raise ValueError("; ".join(problems))
     seed = settings["eval_seed"]

@@ -135,6 +135,7 @@ def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
 
 
 def build_html(manifest: dict) -> str:
+    from .claims import OUTCOME_WORDS
     from .story import highlight_text, story, tally, worst_failure_modes
 
     env = _environment()
@@ -158,6 +159,7 @@ def build_html(manifest: dict) -> str:
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
                   if Path(h["path"]).is_file()]
+    readings = content_readings(manifest)
     first = 3 if scorecard is not None else 2  # 1 summary, 2 scorecard, then the chapters
     chapters = []
     for c, v in enumerate(manifest["variants"]):
@@ -186,6 +188,7 @@ def build_html(manifest: dict) -> str:
         appendix=appendix, study_appendix=study_parts, letters=letters,
         story=story(scorecard, manifest["variants"], groups) if scorecard is not None else [],
         tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
+        outcome_words=OUTCOME_WORDS, readings=readings,
         key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
@@ -193,6 +196,23 @@ def build_html(manifest: dict) -> str:
         css=(HERE / "report.css").read_text(), headline_number=headline_number,
         families=families,
     )
+
+
+def content_readings(manifest: dict) -> list[dict]:
+    """Per model (the write-up's variants first, then every other model in the tables), the
+    content-or-position reading in words (:mod:`.content_or_position`)."""
+    from .content_or_position import content_or_position, sentence
+
+    spec = manifest.get("content_or_position") or {}
+    paths = [spec.get("head_scores"), spec.get("behaviour")]
+    if not all(p and Path(p).is_file() for p in paths):
+        return []
+    table = content_or_position(pd.read_csv(paths[0]), pd.read_csv(paths[1]))
+    order = {v: k for k, v in enumerate(manifest["variants"])}
+    table = table.sort_values("variant", key=lambda c: c.map(lambda v: order.get(v, len(order))),
+                              kind="stable")
+    block_len = manifest["config"]["task"]["block_len"]
+    return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in table.iterrows()]
 
 
 def family_table(manifest: dict, numbers: Numbers) -> dict | None:

@@ -29,13 +29,17 @@ def tally(card: pd.DataFrame) -> dict[str, int]:
 
 
 def evidence(row) -> str:
-    """The one number that says so: the measured range and the test, or the reason."""
+    """The numbers that say so: the mean over seeds with its interval, × chance, the distance
+    to the threshold, the range and the test, and the verdict per seed; or the reason."""
     kind = outcome(row)
     if kind == NOT_MEASURED:
         return str(row.get("reason") or row.get("notes") or "no value")
     test = f"test {row['test']}" + (f", chance {row['chance']}" if row.get("chance") else "")
-    text = f"{row['range']} ({test})" if row.get("range") else test
-    return f"{text}; holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
+    summary = row.get("summary") if isinstance(row.get("summary"), str) else ""
+    text = (f"{summary}; range {row['range']}" if summary else row["range"]) if row.get("range") else ""
+    text = f"{text} ({test})" if text else test
+    verdict = row.get("verdict") or f"holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
+    return f"{text}; {verdict}"
 
 
 def story(card: pd.DataFrame, variants: list[str], groups: dict[str, str] | None = None) -> list[dict]:

@@ -31,7 +31,8 @@ report_section(
         {"path": aggregated_table("behaviour", summary=True), "caption": PT_WORDS["losses_table"],
          "where": {"variant": [name for v, m in PT_MODELS.items() for name in (v, m)]},
          "spread": {"index": ["variant"], "metrics": ["loss_all", "loss_pred", "acc_pred",
-                                                      "icl_score", "random_distinct_len12_acc_mean"]}},
+                                                      "icl_score", "random_distinct_len12_acc_mean"]
+                    + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]]}},
         {"path": f"{RESULTS}/tables/family_comparison.csv", "caption": PT_WORDS["verdicts_table"],
          "where": {"differs": True}, "empty": PT_WORDS["no_verdict_differs"],
          "columns": ["role", "claim", WRITE_UP_TITLE, FAMILIES[PT_FAMILY]["title"]]},
