@@ -104,6 +104,14 @@ def test_removing_k_composition_destroys_the_circuit(circuit_table, name):
     assert row["prefix_matching_L1H0"] < 0.3 and row["induction_L1H0"] < 0.3
     assert row["acc_pred"] < 0.2 and row["suite_acc"] < 0.5
     assert row["delta_acc_pred"] < -0.7
+    # the loss rise with its paired bootstrap interval over sequences, far from zero
+    assert 0 < row["delta_loss_all_low"] <= row["delta_loss_all"] <= row["delta_loss_all_high"]
+
+
+def test_the_baseline_loss_rise_is_zero_with_no_spread(circuit_table):
+    frame, _ = circuit_table
+    base = frame.loc["baseline"]
+    assert (base["delta_loss_all"], base["delta_loss_all_low"], base["delta_loss_all_high"]) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("name", ["plus_k_L1", "qk_full_L1", "remove_L0H1_from_keys_L1",

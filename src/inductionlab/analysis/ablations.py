@@ -35,6 +35,7 @@ from ..core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, 
                             Ablation, head_name, check_fits, expand_entries)
 from ..core.model import NO_INTERVENTION, Intervention, ModelConfig
 from .roles import control_column
+from .uncertainty import interval_columns
 
 # ---------------------------------------------------------------- interventions
 
@@ -182,6 +183,7 @@ class AblatedModel:
 # ---------------------------------------------------------------- measuring
 
 METRICS = ("loss_all", "loss_pred", "acc_pred", "suite_acc")
+PER_SEQUENCE = "_per_sequence"  # a measure's per-sequence losses, used for intervals, not kept
 SCORES = ("induction", "first_block", "prefix_matching")  # head scores reported per ablation
 
 
@@ -208,13 +210,17 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     (``induction_control_mean_L{l}``, ...: the positional control).
     """
     from .attention import head_score_table
-    from ..core.metrics import task_metrics
+    from ..core.data import predictable_mask
+    from ..core.metrics import per_token_loss, task_metrics
 
     scores, patterns, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
                                                 return_logits=True, copying=False,
                                                 control_tokens=control)
     metrics = task_metrics(logits, tokens, task)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
+    losses = per_token_loss(logits, tokens)  # per sequence, for the deltas' intervals
+    row[PER_SEQUENCE] = {"loss_all": losses.mean(-1).double().numpy(),
+                         "loss_pred": losses[:, predictable_mask(task)].mean(-1).double().numpy()}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
     for name in SCORES:
         for l, group in scores.groupby("layer"):
@@ -230,15 +236,28 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     return row, patterns
 
 
+def delta_interval(own: dict | None, base: dict | None, metric: str, seed: int) -> tuple[float, float]:
+    """95 % interval of an ablation's loss rise: a bootstrap over sequences of the
+    per-sequence difference from the baseline (paired: the same sequences). NaN for a
+    skipped ablation."""
+    from .uncertainty import bootstrap_interval
+
+    if own is None or base is None:
+        return math.nan, math.nan
+    return bootstrap_interval(own[metric] - base[metric], seed=seed, purpose="ablation-sequences")
+
+
 def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
                    distinct: torch.Tensor, prompts: list[str], local_window: int,
-                   log=lambda msg: None, control: torch.Tensor | None = None
+                   log=lambda msg: None, control: torch.Tensor | None = None, seed: int = 0
                    ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Measure the baseline and every ablation.
 
     Returns one row per ablation (baseline first; skipped ablations keep their
-    status and empty metrics) with ``delta_*`` = metric minus the baseline's, and
-    the mean attention patterns {name: [L, H, T, T]} of every ablation that ran.
+    status and empty metrics) with ``delta_*`` = metric minus the baseline's (the loss
+    rises with their 95 % interval, ``delta_loss_all_low``/``_high``, a paired bootstrap
+    over sequences seeded from ``seed``), and the mean attention patterns
+    {name: [L, H, T, T]} of every ablation that ran.
     """
     means = head_means(model, tokens) if any(a.kind == "mean_heads" for a in ablations) else None
     rows, arrays = [], {}
@@ -255,6 +274,7 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
         else:
             log(f"{ablation.name}: {ablation.status}")
         rows.append(row)
+    per_sequence = [row.pop(PER_SEQUENCE, None) for row in rows]
     frame = pd.DataFrame(rows)
     lead = ["ablation", "kind", "layer", "head", "source_layer", "source_head", "queries_from",
             "keys_from", "values_from", "status"]
@@ -263,6 +283,10 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
         frame[c] = frame[c].astype("Int64")
     base = frame.iloc[0]
     deltas = pd.DataFrame({f"delta_{m}": frame[m] - base[m] for m in METRICS})
+    for m in ("loss_all", "loss_pred"):  # paired bootstrap over sequences of each delta
+        bounds = [delta_interval(own, per_sequence[0], m, seed) for own in per_sequence]
+        low, high = interval_columns(f"delta_{m}")
+        deltas[low], deltas[high] = [b[0] for b in bounds], [b[1] for b in bounds]
     at = frame.columns.get_loc(METRICS[-1]) + 1
     frame = pd.concat([frame.iloc[:, :at], deltas, frame.iloc[:, at:]], axis=1)
     return frame, arrays
@@ -291,7 +315,8 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     control = control_sample(behaviour["n_sequences"], task, behaviour["eval_seed"])
     frame, arrays = ablation_table(model, ablations, task, tokens, distinct, prompts,
                                    behaviour["roles"]["local_window"],
-                                   log=lambda msg: log(f"[{spec.name}] {msg}"), control=control)
+                                   log=lambda msg: log(f"[{spec.name}] {msg}"), control=control,
+                                   seed=behaviour["eval_seed"])
     frame.insert(0, "seed", spec.seed)
     frame.insert(0, "variant", spec.variant)
     arrays["names"] = np.array(list(arrays))

@@ -55,7 +55,8 @@ def resample_counts(n: int, seed: int, purpose: str, resamples: int = RESAMPLES)
 
 def _percentiles(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.nanpercentile(values, [tail, 100.0 - tail], axis=0)
+    percentile = np.nanpercentile if np.isnan(values).any() else np.percentile
+    low, high = percentile(values, [tail, 100.0 - tail], axis=0)
     return low, high
 
 
