@@ -20,16 +20,21 @@ def test_outcomes_and_tally():
     card = pd.DataFrame([card_row("a", 5, 5), card_row("b", 2, 5), card_row("c", 0, 5),
                          card_row("d", 0, 0, reason="no head has the induction role"),
                          card_row("e", 0, 3),  # measured in 3, holds in none: not replicated
-                         card_row("f", 2, 2)])  # holds wherever measured, in 2 of 5: seed-dependent
+                         card_row("f", 2, 2),  # holds wherever measured (2 of 5): the others give no support
+                         card_row("g", 4, 5, too_close=1, fails=0)])  # one seed undecided
     assert [C.outcome(r) for _, r in card.iterrows()] == [
         C.ROBUST, C.SEED_DEPENDENT, C.NOT_REPLICATED, C.NOT_MEASURED_ANY, C.NOT_REPLICATED,
-        C.SEED_DEPENDENT]
-    assert S.tally(card) == {C.ROBUST: 1, C.SEED_DEPENDENT: 2, C.NOT_REPLICATED: 2,
-                             C.NOT_MEASURED_ANY: 1}
+        C.ROBUST, C.TOO_CLOSE_ANY]
+    assert S.tally(card) == {C.ROBUST: 2, C.SEED_DEPENDENT: 1, C.NOT_REPLICATED: 2,
+                             C.TOO_CLOSE_ANY: 1, C.NOT_MEASURED_ANY: 1}
     assert S.evidence(card.iloc[3]) == "no head has the induction role"
     assert S.evidence(card.iloc[0]) == "0.6 to 0.9 (test ≥ 0.5); holds in 5 of 5 seeds"
     attention = pd.Series(card_row("f", 5, 5, chance="0.127"))  # an attention score: its chance level
     assert S.evidence(attention) == "0.6 to 0.9 (test ≥ 0.5, chance 0.127); holds in 5 of 5 seeds"
+    summarised = pd.Series(card_row("h", 5, 5, summary="mean 0.75 [0.6, 0.9] over seeds",
+                                    verdict="holds in 5 of 5 seeds"))
+    assert S.evidence(summarised) == ("mean 0.75 [0.6, 0.9] over seeds; range 0.6 to 0.9 "
+                                      "(test ≥ 0.5); holds in 5 of 5 seeds")
 
 
 def test_story_groups_follow_the_claims_file_and_quotes_only_the_write_up():

@@ -14,6 +14,7 @@ import yaml
 
 from conftest import ROOT
 from htmlcheck import external_references, squash
+from inductionlab.report.labels import value_label
 from inductionlab.report.tables import fmt
 from inductionlab.core.loading import load_model
 from inductionlab.core.weights import model_from_weights
@@ -175,7 +176,7 @@ def test_pdf_shows_a_value_of_every_table(tiny_run, report_files):
         expected[f"ablations {variant}"] = fmt(base["mean"].iloc[0])
     phase = pd.read_csv(tiny_run / "results" / "tables" / "phase_change.csv")
     for metric in phase["metric"].unique():
-        expected[f"phase_change {metric}"] = metric
+        expected[f"phase_change {metric}"] = value_label("metric", metric)
     pca = pd.read_csv(tiny_run / "results" / "tables" / "per_token_loss_pca.csv")
     expected["per_token_loss_pca"] = fmt(pca["explained_variance_PC1"].iloc[0])
     expected["extra stage"] = "extra-stage-answer"
@@ -231,12 +232,15 @@ def test_claims_are_evaluated_for_every_seed(tiny_run):
     results = pd.read_csv(tiny_run / "results" / "tables" / "claims.csv")
     results = results[results["family"] == "write_up"]  # the study's family: its own test
     assert sorted(results["claim"]) == sorted(c["id"] for c in claims)  # one seed
-    assert set(results["status"]) <= {"holds", "fails", "not measured"}
+    assert set(results["status"]) <= {"holds", "fails", "too close to call", "not measured"}
+    decided = results[results["status"].isin(["holds", "fails"]) & results["low"].notna()]
+    assert ((decided["low"] <= decided["value"] + 1e-9) & (decided["value"] <= decided["high"] + 1e-9)).all()
     assert (results.loc[results["status"] == "not measured", "value"].isna()).all()
     scorecard = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv")
     scorecard = scorecard[scorecard["family"] == "write_up"]
     assert scorecard["claim"].tolist() == [c["id"] for c in claims]
-    assert scorecard["verdict"].str.match(r"(holds in|not measured in) \d+ of 1 seeds").all()
+    assert scorecard["verdict"].str.fullmatch(
+        r"(holds in \d+ of 1 seeds( \(1 (too close to call|not measured)\))?|not measured in 1 of 1 seeds)").all()
     unmeasured = scorecard[scorecard["measured"] == 0]
     assert unmeasured["notes"].str.startswith("not measured: ").all()  # every one says why
 
