@@ -703,9 +703,13 @@ def outcome(row) -> str:
     - every measured seed holds: replicates in every seed;
     - every measured seed fails: does not replicate.
     """
+    def count(name, default):
+        value = row.get(name, default)
+        return int(default if value is None or pd.isna(value) else value)
+
     holds, measured = int(row["holds"]), int(row["measured"])
-    too_close = int(row.get("too_close", 0) or 0)
-    fails = int(row["fails"]) if "fails" in row and not pd.isna(row["fails"]) else measured - holds - too_close
+    too_close = count("too_close", 0)
+    fails = count("fails", measured - holds - too_close)
     if measured == 0:
         return NOT_MEASURED_ANY
     if holds and fails:
