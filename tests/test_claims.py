@@ -759,3 +759,18 @@ def test_a_negative_threshold_reads_with_a_true_minus_sign():
     assert test_text(negative, DEFAULT_ROLE_RULES) == "≤ −0.9"
     negative["also"] = [{"label": "and", "compare": ">", "threshold": -2.5}]
     assert test_text(negative, DEFAULT_ROLE_RULES).endswith("> −2.5")
+
+
+def test_an_absence_is_shown_against_the_data_s_own_rate(tables):
+    tables["behaviour"] = pd.concat([tables["behaviour"], pd.DataFrame(
+        [{"variant": "one_layer", "seed": 0, "metric": "random_len12_repeat_rate_data", "value": 0.04}])])
+    c = {**claim({**REPEATS, "reduce": "max"}, "<=", 0.01),
+         "data_rate": {"table": "behaviour", "where": {"metric": "random_len12_repeat_rate_data"},
+                       "column": "value"}}
+    card = scorecard([c], evaluate_claims([c], tables, [0])).iloc[0]
+    assert "0.500 × the data's rate (0.0400)" in card["summary"]
+    assert "threshold ≤ 0.0100, +0.0100 from it" in card["summary"]
+    exact = claim({"table": "circuits", "where": {"circuit": "direct"}, "column": "positivity_real"},
+                  "<=", -0.9, variant="smeared")
+    card = scorecard([exact], evaluate_claims([exact], tables, [0])).iloc[0]
+    assert "exact in each seed" in card["summary"]

@@ -511,10 +511,12 @@ def evaluate_claim(claim: dict, tables: dict, seed: int,
            "compare": claim["compare"], "threshold": claim["threshold"]}
     chance = (_optional(tables, claim["chance"], claim["variant"], seed).value if "chance" in claim
               else math.nan)
+    data_rate = (_optional(tables, claim["data_rate"], claim["variant"], seed).value
+                 if "data_rate" in claim else math.nan)
     beside = "; ".join(
         f"{b['label']} {interval_text(_optional(tables, b['metric'], claim['variant'], seed))}"
         for b in claim.get("beside", []))
-    row.update(chance=chance, beside=beside)
+    row.update(chance=chance, data_rate=data_rate, beside=beside)
 
     def result(estimate, status, note="", threshold_value=math.nan):
         value = estimate.value
@@ -589,16 +591,20 @@ def verdict_text(statuses: list[str]) -> str:
 
 
 def summary_line(mean: float, low: float, high: float, threshold: float | None, compare: str,
-                 chance: float | None) -> str:
-    """The claim's quantity over seeds: mean with its 95 % interval over seeds, × chance,
-    and its distance to the threshold."""
+                 chance: float | None, data_rate: float | None = None, exact: bool = False) -> str:
+    """The claim's quantity over seeds: mean with its 95 % interval over seeds, × chance or
+    × the data's own rate, and its distance to the threshold."""
     if math.isnan(mean):
         return ""
     text = f"mean {format_value(mean)}"
     if not math.isnan(low):
         text += f" [{format_value(low)}, {format_value(high)}] over seeds"
+    if exact:
+        text += " (exact in each seed: from the weights)"
     if chance is not None and not math.isnan(chance) and chance > 0:
         text += f"; {format_value(round(mean / chance, 2))} × chance"
+    if data_rate is not None and not math.isnan(data_rate) and data_rate > 0:
+        text += f"; {format_value(round(mean / data_rate, 2))} × the data's rate ({format_value(data_rate)})"
     if threshold is not None and not math.isnan(threshold) and not math.isinf(mean):
         distance = mean - threshold
         text += (f"; threshold {SYMBOLS[compare]} {format_value(threshold)}, "
@@ -633,6 +639,8 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
         thresholds = measured["threshold_value"].dropna()
         threshold = float(thresholds.mean()) if len(thresholds) else math.nan
         chances = mine["chance"].dropna()
+        rates = mine["data_rate"].dropna() if "data_rate" in mine else pd.Series(dtype=float)
+        exact_values = bool(len(measured)) and bool(measured["low"].isna().all())
         at_chance = int(mine["at_chance"].sum())
         reasons = list(dict.fromkeys(str(r) for r in mine.loc[mine["status"] == NOT_MEASURED, "note"]))
         notes = []
@@ -661,7 +669,8 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             "values": ", ".join(values), "range": value_range,
             "mean": mean, "mean_low": mean_low, "mean_high": mean_high,
             "summary": summary_line(mean, mean_low, mean_high, threshold, claim["compare"],
-                                    float(chances.mean()) if len(chances) else None),
+                                    float(chances.mean()) if len(chances) else None,
+                                    float(rates.mean()) if len(rates) else None, exact_values),
             "reason": reasons[0] if reasons else "",
             "beside": " | ".join(b for b in mine["beside"] if b),
             "notes": "; ".join(notes),

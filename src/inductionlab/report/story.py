@@ -37,6 +37,8 @@ def evidence(row) -> str:
     test = f"test {row['test']}" + (f", chance {row['chance']}" if row.get("chance") else "")
     summary = row.get("summary") if isinstance(row.get("summary"), str) else ""
     text = (f"{summary}; range {row['range']}" if summary else row["range"]) if row.get("range") else ""
+    measure = row.get("measure") if isinstance(row.get("measure"), str) else ""
+    text = f"{measure}: {text}" if measure and text else text
     text = f"{text} ({test})" if text else test
     verdict = row.get("verdict") or f"holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
     return f"{text}; {verdict}"
