@@ -118,6 +118,9 @@ def test_classify_shape_rules():
     assert classify_shape(0.80, 1.0, 0.01, 2.0, 300)[0] == SMOOTH      # fits too poorly
     assert classify_shape(0.40, 1.0, 0.01, 2.0, 300)[0] == FLAT        # R² < 0.5
     assert classify_shape(0.95, 0.1, 0.03, 2.0, 300)[0] == FLAT        # drop < 4 sds
+    # a sharp change whose middle lies past the last checkpoint was not seen happen
+    assert classify_shape(0.99, 1.0, 0.01, 2.0, 20000, steps=(0, 10000))[0] == SMOOTH
+    assert classify_shape(0.99, 1.0, 0.01, 2.0, 300, steps=(0, 10000))[0] == PHASE_CHANGE
     two = {"m1": math.log(31), "w1": WIDTH, "b1": 0.5, "m2": math.log(3001), "w2": WIDTH,
            "b2": 0.5, "sse": 0.01, "r2": 0.99}
     assert classify_shape(0.9, 1.0, 0.1, 50.0, 300, sse=0.5, two=two)[0] == TWO_DROPS

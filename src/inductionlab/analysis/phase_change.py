@@ -304,8 +304,13 @@ def _is_two_drops(two: dict | None, sse_single: float) -> bool:
 
 
 def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midpoint: float,
-                   *, sse: float | None = None, two: dict | None = None) -> tuple[str, str]:
+                   *, sse: float | None = None, two: dict | None = None,
+                   steps: tuple[float, float] | None = None) -> tuple[str, str]:
     """The shape of a fitted curve and one sentence saying why.
+
+    ``steps``: the first and last checkpoint step; a phase change has its midpoint between
+    them (a change whose middle lies outside the checkpoints was not seen happen: a drop
+    over the last checkpoints only, extrapolated, is smooth).
 
     ``r2``, ``drop``, ``residual_sd``, ``span`` and ``midpoint`` describe the single
     logistic fit; ``two`` is the two-logistic fit (a dict with m1 < m2, w1, w2, b1, b2,
@@ -326,7 +331,8 @@ def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midp
         return FLAT, (f"the fitted change {drop:.3g} is less than {MIN_DROP_SDS:g} residual "
                       f"standard deviations ({residual_sd:.3g}): no change distinguishable "
                       f"from noise")
-    if span <= MAX_SPAN and r2 >= MIN_R2:
+    inside = steps is None or steps[0] < midpoint < steps[1]
+    if span <= MAX_SPAN and r2 >= MIN_R2 and inside:
         return PHASE_CHANGE, (
             f"a single change of {drop:.3g} (residual sd {residual_sd:.3g}) centred at step "
             f"{midpoint:.3g}, covering 10–90 % within a factor of {span:.3g} in steps "
@@ -336,6 +342,8 @@ def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midp
         reasons.append(f"its 10–90 % span is a factor of {span:.3g} in steps (> {MAX_SPAN:g})")
     if r2 < MIN_R2:
         reasons.append(f"the logistic explains only R² = {r2:.3f} (< {MIN_R2})")
+    if not inside:
+        reasons.append(f"its midpoint lies outside the checkpoints (steps {steps[0]:.3g}–{steps[1]:.3g})")
     return SMOOTH, (f"a gradual change of {drop:.3g} centred at step {midpoint:.3g}: "
                     + " and ".join(reasons) + ", so not a phase change")
 
@@ -381,7 +389,8 @@ def fit_logistic(steps, values, *, resamples: int = RESAMPLES, seed: int = 0) ->
     l_low, l_high = _interval(lnw_reps)
 
     two = _fit_two(u, values) if sst > 0 else None
-    shape, note = classify_shape(r2, b, residual_sd, span, midpoint, sse=sse, two=two)
+    shape, note = classify_shape(r2, b, residual_sd, span, midpoint, sse=sse, two=two,
+                                 steps=(float(np.expm1(u.min())), float(np.expm1(u.max()))))
     return LogisticFit(
         midpoint=midpoint, midpoint_low=_step(m_low), midpoint_high=_step(m_high),
         span=span, span_low=float(span_of_width(math.exp(l_low))),
