@@ -774,3 +774,15 @@ def test_an_absence_is_shown_against_the_data_s_own_rate(tables):
                   "<=", -0.9, variant="smeared")
     card = scorecard([exact], evaluate_claims([exact], tables, [0])).iloc[0]
     assert "exact in each seed" in card["summary"]
+
+
+def test_a_required_column_makes_the_claim_not_measured_with_the_row_s_note():
+    phase = {"phase_change": _frame(["variant", "seed", "metric", "span", "formed", "note"], [
+        ("two_layer", 0, "induction_content", 2.0, 0.0, "no induction head formed: 0.01 (< 0.1)."),
+        ("two_layer", 1, "induction_content", 2.0, 1.0, ""),
+    ])}
+    spec = {"table": "phase_change", "where": {"metric": "induction_content"},
+            "require": {"formed": 1}, "column": "span"}
+    row = evaluate_claim(claim(spec, "<=", 3, variant="two_layer"), phase, 0)
+    assert row["status"] == NOT_MEASURED and row["note"] == "no induction head formed: 0.01 (< 0.1)."
+    assert evaluate_claim(claim(spec, "<=", 3, variant="two_layer"), phase, 1)["status"] == HOLDS

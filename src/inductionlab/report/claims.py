@@ -186,6 +186,11 @@ def _rows(tables: dict, spec: dict, variant: str, seed: int) -> pd.DataFrame:
         rows = rows[rows[column].isin(wanted)]
     if spec["column"] not in rows.columns:
         raise NotMeasured(f"table {name!r} has no column {spec['column']!r}")
+    for column, wanted in (spec.get("require") or {}).items():
+        # rows that exist but say the quantity is not there: not measured, with their note
+        if column in rows.columns and len(rows) and not rows[column].eq(wanted).all():
+            notes = [str(n) for n in rows.get("note", pd.Series(dtype=str)).dropna() if str(n)]
+            raise NotMeasured(notes[0] if notes else f"{column} is not {wanted}")
     if rows[spec["column"]].isna().all() and "note" in rows and rows["note"].notna().any():
         notes = [str(n) for n in rows["note"].dropna() if str(n)]
         if notes:  # the stage said why there is no value
