@@ -263,7 +263,13 @@ def _fit_text(rows: pd.DataFrame, metric: str) -> str:
     if r.empty:
         return "no fit"
     r = r.iloc[0]
-    text = f"{r['shape']}, midpoint {float(r['midpoint']):.0f}, span {float(r['span']):.2g}, R² {float(r['r2']):.2f}"
+    from ..analysis.phase_change import FLAT
+
+    if r["shape"] == FLAT:  # no change: its midpoint and span mean nothing
+        text = f"{r['shape']} (R² {float(r['r2']):.2f})"
+    else:
+        text = (f"{r['shape']}, midpoint {float(r['midpoint']):.0f}, span {float(r['span']):.2g}, "
+                f"R² {float(r['r2']):.2f}")
     if float(r.get("formed", 1.0)) == 0.0:
         text += "; no induction head formed"
     return text
