@@ -450,7 +450,7 @@ def test_scorecard_counts_not_measured_seeds(tables):
     claims = [{**claim(ACC, "<", 0.6, id="acc_low"), "write_up": "0.25"}]
     results = evaluate_claims(claims, tables, [0, 1, 2, 3])  # seed 3 has no rows
     card = scorecard(claims, results).iloc[0]
-    assert card["verdict"] == "holds in 2 of 4 seeds (1 not measured)"
+    assert card["verdict"] == "holds in 2 of 4 seeds (fails in 1, 1 not measured)"
     assert (card["holds"], card["measured"], card["seeds"]) == (2, 3, 4)
     assert card["values"] == "0: 0.200 ✓, 1: 0.700 ✗, 2: 0.500 ✓, 3: not measured"
     assert card["marks"] == "✓✗✓–"
@@ -690,7 +690,7 @@ def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_n
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
     assert cells["W"] == "replicates in every seed (holds in 5 of 5 seeds; 0.6 to 0.9)"
     # measured in 3 seeds, holds in none: the other 2 give it no support
-    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds (2 not measured); −0.336 to 0.1)"
+    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds (fails in 3, 2 not measured); −0.336 to 0.1)"
     assert cells["differs"]
     card = pd.DataFrame([_card_row([H, H, N, N, N], "write_up", "0.6"), _card_row([N] * 5, "fam")])
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]

@@ -254,14 +254,19 @@ def test_phase_changes_far_apart_do_not_coincide():
     assert both["low"] > np.log(2)
 
 
-def test_a_smooth_loss_is_no_phase_change_and_no_coincidence():
+def test_a_smooth_loss_is_no_phase_change_but_has_a_midpoint_to_compare():
     frame = _synthetic(_rising(), n_layers=2, best=(1, 2))
-    frame.loc[frame["metric"] == "loss_pred", "value"] = np.exp(
-        -frame.loc[frame["metric"] == "loss_pred", "step"].to_numpy() / 1000.0)
+    loss = frame["metric"] == "loss_pred"
+    frame.loc[loss, "value"] = np.exp(-frame.loc[loss, "step"].to_numpy() / 1000.0)
     table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
-    assert table.loc["loss_pred", "shape"] != PHASE_CHANGE
-    assert np.isnan(table.loc["coincidence", "value"])
-    assert "not a phase change" in table.loc["coincidence", "note"]
+    assert table.loc["loss_pred", "shape"] == "smooth"
+    assert np.isfinite(table.loc["coincidence", "value"])
+    # a flat loss has no midpoint: nothing to compare
+    rng = np.random.default_rng(0)
+    frame.loc[loss, "value"] = 2.0 + rng.normal(0, 0.01, loss.sum())
+    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    assert table.loc["loss_pred", "shape"] == "flat"
+    assert np.isnan(table.loc["coincidence", "value"]) and "flat" in table.loc["coincidence", "note"]
 
 
 def test_flat_induction_content_says_none_formed():

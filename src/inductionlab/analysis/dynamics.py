@@ -318,8 +318,8 @@ FIT_DEFINITION = (
     "fit far better, 'flat' when nothing rises above the noise")
 COINCIDENCE_DEFINITION = (
     "|ln((midpoint_loss + 1)/(midpoint_induction + 1))|: 'at the same time' when <= ln {factor:g}, "
-    "judged with its 95 % interval; measured only when both curves are phase changes and an "
-    "induction head formed")
+    "judged with its 95 % interval; measured when an induction head formed and each curve has "
+    "one change (a phase change or a smooth one: a flat curve or two drops have no midpoint)")
 NO_LAYER_NOTE = ("no layer can form an induction head (needs layer >= 1 or smeared keys): the "
                  "fit is of the best head of every layer, the control")
 
@@ -343,9 +343,10 @@ def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 
     :func:`induction_layers`; over every layer for a model that has none, the control), and
     whether their midpoints coincide. Induction counts as formed when the best content
     part at the last checkpoint is at least ``min_induction_gain``; when it did not form (or
-    either curve is not a phase change) the coincidence has no value and its note says why.
+    either curve has no single change: flat, or two drops) the coincidence has no value and
+    its note says why. Whether each change is a phase change is its own row's shape.
     """
-    from .phase_change import MAX_SPAN, MIN_R2, fit_logistic, same_time
+    from .phase_change import MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH, fit_logistic, same_time
 
     meta = {"variant": frame["variant"].iloc[0], "seed": int(frame["seed"].iloc[0])}
     min_gain = settings["min_induction_gain"]
@@ -370,7 +371,7 @@ def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 
                                      seed=seed + 1)
         rows.append(_fit_row(induction_fit, meta, INDUCTION_FIT, definition, formed, note))
         if formed:
-            gap = same_time(loss_fit, induction_fit, 2.0)
+            gap = same_time(loss_fit, induction_fit, 2.0, shapes=(PHASE_CHANGE, SMOOTH))
             coincidence.update(value=gap["gap"], low=gap["low"], high=gap["high"], note=gap["note"])
         else:
             coincidence["note"] = f"coincidence not measured: {note}"

@@ -410,23 +410,27 @@ def logistic_curve(steps, fit) -> np.ndarray:
     return end + (start - end) * _falling(u, math.log1p(midpoint), math.log(w))
 
 
-def same_time(a: LogisticFit, b: LogisticFit, factor: float = 2.0) -> dict:
-    """Whether two phase changes happen at the same time: their midpoints within
+def same_time(a: LogisticFit, b: LogisticFit, factor: float = 2.0,
+              shapes: tuple[str, ...] = (PHASE_CHANGE,)) -> dict:
+    """Whether two changes happen at the same time: their midpoints within
     ``factor`` in steps, i.e. gap = |ln((mid_a + 1)/(mid_b + 1))| = |m_a - m_b| ≤ ln factor.
+    ``shapes``: the shapes whose midpoint counts (by default phase changes only; a smooth
+    change has a midpoint too, a flat curve or two drops have none).
 
     The gap's 95 % interval is the percentile interval of |m_a - m_b| over paired
     bootstrap replicates (replicate k of ``a`` with replicate k of ``b``; the two
     bootstraps are independent). Returns a dict with ``status`` — "holds" (the whole
     interval ≤ ln factor), "fails" (the whole interval > ln factor), "too close to call"
-    (it straddles) or "not measured" (either curve is not a phase change, or has no
+    (it straddles) or "not measured" (either curve's shape is not in ``shapes``, or has no
     bootstrap replicates) — ``gap``, ``low`` and ``high`` (in ln steps; NaN when not
     measured) and a ``note``.
     """
     if factor <= 1.0:
         raise ValueError(f"factor must be > 1, got {factor}")
-    unmeasured = [f"{name} is {fit.shape}, not a phase change"
+    wanted = " or ".join(shapes) if shapes != (PHASE_CHANGE,) else "a phase change"
+    unmeasured = [f"{name} is {fit.shape}, not {wanted}"
                   for name, fit in (("the first curve", a), ("the second curve", b))
-                  if fit.shape != PHASE_CHANGE]
+                  if fit.shape not in shapes]
     pairs = min(len(a.m_replicates), len(b.m_replicates))
     if not unmeasured and pairs == 0:
         unmeasured.append("the fits have no bootstrap replicates")

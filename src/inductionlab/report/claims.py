@@ -586,12 +586,15 @@ def _seed_text(r) -> str:
 
 
 def verdict_text(statuses: list[str]) -> str:
-    """'holds in 3 of 5 seeds (1 too close to call, 1 not measured)'."""
+    """'holds in 3 of 5 seeds (fails in 1, 1 too close to call)': the failing seeds are
+    counted apart only when some seed is neither holding nor failing."""
     n = len(statuses)
     measured = [s for s in statuses if s != NOT_MEASURED]
     if not measured:
         return f"not measured in {n} of {n} seeds"
     extra = [f"{statuses.count(s)} {s}" for s in (TOO_CLOSE, NOT_MEASURED) if s in statuses]
+    if extra and FAILS in statuses:
+        extra.insert(0, f"fails in {statuses.count(FAILS)}")
     return f"holds in {statuses.count(HOLDS)} of {n} seeds" + (f" ({', '.join(extra)})" if extra else "")
 
 
