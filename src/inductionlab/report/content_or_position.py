@@ -81,12 +81,18 @@ def content_or_position(head_scores: pd.DataFrame, behaviour: pd.DataFrame) -> p
     return pd.DataFrame(rows)
 
 
+def _num(value: float, places: int = 2) -> str:
+    """A number at ``places`` decimals with a true minus sign and no negative zero."""
+    text = f"{value:.{places}f}"
+    return "0." + "0" * places if float(text) == 0 else text.replace("-", "−")
+
+
 def sentence(row, block_len: int) -> str:
     """The reading of one model in words, every number from ``row``."""
     n = int(row["seeds"])
-    parts = [f"best layer-{int(row['layer'])} head: induction score {row['induction']:.2f} "
-             f"(chance {row['chance']:.3f}, {row['induction'] / row['chance']:.1f} × chance), "
-             f"{row['control']:.2f} on random sequences, content part {row['content']:.2f}"]
+    parts = [f"best layer-{int(row['layer'])} head: induction score {_num(row['induction'])} "
+             f"(chance {_num(row['chance'], 3)}, {row['induction'] / row['chance']:.1f} × chance), "
+             f"{_num(row['control'])} on random sequences, content part {_num(row['content'])}"]
     counts = [f"{int(row[f'seeds_{r}'])} of {n} seeds {w}" for r, w in (
         (CONTENT, "look for a copy"), (POSITION, f"look at a position ({POSITIONAL} head)"),
         (NONE, "have no induction head")) if int(row[f"seeds_{r}"])]
@@ -95,9 +101,9 @@ def sentence(row, block_len: int) -> str:
     if period:
         trained = [v for k, v in period if k == block_len]
         other = [v for k, v in period if k != block_len and not pd.isna(v)]
-        text = "period test " + ", ".join(f"n = {k}: {v:.2f}" for k, v in period)
+        text = "period test " + ", ".join(f"n = {k}: {_num(v)}" for k, v in period)
         if other and trained:
-            text += (f" (other lengths {min(other):.2f}–{max(other):.2f} against "
-                     f"{trained[0]:.2f} on the trained length)")
+            text += (f" (other lengths {_num(min(other))}–{_num(max(other))} against "
+                     f"{_num(trained[0])} on the trained length)")
         parts.append(text)
     return "; ".join(parts) + "."
