@@ -169,7 +169,7 @@ def _dynamics(_run, trained, checkpoints, tmp_path):
     (settings / "behaviour.json").write_text(json.dumps(
         {"eval_seed": 1, "n_sequences": 16, "roles": {"local_window": 3}, "task": task}))
     (settings / "dynamics.json").write_text(json.dumps(
-        {"eval_size": 8, "min_induction_gain": 0.1, "task": task}))
+        {"eval_size": 8, "task": task}))
     out = tmp_path / "out"
     return _run("dynamics", "--model", trained / "model" / "model.pt", "--checkpoints", checkpoints,
                 "--behaviour-settings", settings / "behaviour.json",

@@ -22,7 +22,8 @@ from inductionlab.core.weights import save_weights
 from inductionlab.stages.analyses import (write_behaviour, write_circuits, write_dynamics,
                                           write_per_token_loss_pca)
 
-DYNAMICS = {"eval_size": 8, "min_induction_gain": 0.1}
+DYNAMICS = {"eval_size": 8}
+ROLES = {"times_chance": 2.0, "above_chance": 0.2}
 
 
 def _behaviour_settings(task):
@@ -234,7 +235,7 @@ def _synthetic(induction, n_layers=2, best=(1, 2), decoy=None, seed=3, variant="
 def test_phase_change_of_a_two_layer_model_at_the_same_time():
     # a layer-0 head at 0.9 throughout must not count: layer 0 cannot form an induction head
     frame = _synthetic(_rising(), n_layers=2, best=(1, 2), decoy=(0, 1, 0.9))
-    table = phase_change_table(frame, DYNAMICS, induction_layers({"n_layers": 2}))
+    table = phase_change_table(frame, ROLES, induction_layers({"n_layers": 2}))
     assert list(table.columns) == PHASE_COLUMNS
     table = table.set_index("metric")
     loss, induction, both = (table.loc[k] for k in ("loss_pred", "induction_content", "coincidence"))
@@ -250,7 +251,7 @@ def test_phase_change_of_a_two_layer_model_at_the_same_time():
 
 def test_phase_changes_far_apart_do_not_coincide():
     frame = _synthetic(_rising(centre=30), n_layers=2, best=(1, 2), loss_centre=3000)
-    both = phase_change_table(frame, DYNAMICS, [1]).set_index("metric").loc["coincidence"]
+    both = phase_change_table(frame, ROLES, [1]).set_index("metric").loc["coincidence"]
     assert both["low"] > np.log(2)
 
 
@@ -258,13 +259,13 @@ def test_a_smooth_loss_is_no_phase_change_but_has_a_midpoint_to_compare():
     frame = _synthetic(_rising(), n_layers=2, best=(1, 2))
     loss = frame["metric"] == "loss_pred"
     frame.loc[loss, "value"] = np.exp(-frame.loc[loss, "step"].to_numpy() / 1000.0)
-    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    table = phase_change_table(frame, ROLES, [1]).set_index("metric")
     assert table.loc["loss_pred", "shape"] == "smooth"
     assert np.isfinite(table.loc["coincidence", "value"])
     # a flat loss has no midpoint: nothing to compare
     rng = np.random.default_rng(0)
     frame.loc[loss, "value"] = 2.0 + rng.normal(0, 0.01, loss.sum())
-    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    table = phase_change_table(frame, ROLES, [1]).set_index("metric")
     assert table.loc["loss_pred", "shape"] == "flat"
     assert np.isnan(table.loc["coincidence", "value"]) and "flat" in table.loc["coincidence", "note"]
 
@@ -272,19 +273,19 @@ def test_a_smooth_loss_is_no_phase_change_but_has_a_midpoint_to_compare():
 def test_flat_induction_content_says_none_formed():
     flat = np.where(STEPS >= 1053, CHANCE + 0.05, CHANCE)
     frame = _synthetic(flat, n_layers=2, best=(1, 0))
-    table = phase_change_table(frame, DYNAMICS, [1]).set_index("metric")
+    table = phase_change_table(frame, ROLES, [1]).set_index("metric")
     assert table.loc["induction_content", "formed"] == 0.0
-    assert "no induction head formed: the best content part at the last checkpoint is 0.050 (< 0.1)" \
-        in table.loc["induction_content", "note"]
+    assert ("no induction head formed: at the last checkpoint the best head by content part, "
+            "L1H0, has a content part of 0.050 (needs 0.2)") in table.loc["induction_content", "note"]
     assert np.isnan(table.loc["coincidence", "value"])
     assert "no induction head formed" in table.loc["coincidence", "note"]
-    strict = phase_change_table(_synthetic(_rising(), best=(1, 2)), {**DYNAMICS, "min_induction_gain": 0.6}, [1])
+    strict = phase_change_table(_synthetic(_rising(), best=(1, 2)), {**ROLES, "above_chance": 0.6}, [1])
     assert strict.set_index("metric").loc["induction_content", "formed"] == 0.0
 
 
 def test_one_layer_model_is_the_control():
     frame = _synthetic(_rising(), n_layers=1, best=(0, 2))
-    table = phase_change_table(frame, DYNAMICS, induction_layers({"n_layers": 1})).set_index("metric")
+    table = phase_change_table(frame, ROLES, induction_layers({"n_layers": 1})).set_index("metric")
     fit = table.loc["induction_content"]
     assert NO_LAYER_NOTE in fit["note"] and fit["formed"] == 0.0
     assert fit["shape"] == PHASE_CHANGE  # what the detector says of the control's best head
@@ -320,7 +321,7 @@ def _study_tables(tmp_path):
         frame = pd.concat([frame, best_induction_rows(frame, layers or [0]).assign(
             variant=variant, seed=seed)])
         frames.append(frame[DYNAMICS_COLUMNS])
-        phases.append(phase_change_table(frame, DYNAMICS, layers))
+        phases.append(phase_change_table(frame, ROLES, layers))
     pd.concat(frames).to_csv(tmp_path / "dynamics.csv", index=False)
     pd.concat(phases).to_csv(tmp_path / "phase_change.csv", index=False)
     return tmp_path / "dynamics.csv", tmp_path / "phase_change.csv"

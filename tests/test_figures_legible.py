@@ -31,7 +31,8 @@ from inductionlab.core.weights import model_arrays
 
 TASK = {"vocab_size": 26, "block_len": 6, "n_blocks": 4}
 STEPS = np.array(checkpoint_steps(10000, 40))
-DYNAMICS = {"eval_size": 8, "min_induction_gain": 0.1}
+DYNAMICS = {"eval_size": 8}
+ROLES = {"times_chance": 2.0, "above_chance": 0.2}
 ENTRIES = [{"kind": k} for k in ("composition_table", "remove_head_from_keys",
                                  "remove_head_from_queries", "values_from_embedding", "zero_heads",
                                  "mean_heads", "zero_heads_frozen_patterns", "smear_off")]
@@ -92,7 +93,7 @@ def dynamics_frame(variant="two_layer", seeds=(0, 1), n_layers=2, n_heads=4):
         layers = induction_layers({"n_layers": n_layers})
         frame = pd.concat([frame, best_induction_rows(frame, layers).assign(variant=variant, seed=seed)])
         frames.append(frame[["variant", "seed", "step", "metric", "layer", "head", "position", "value"]])
-        phases.append(phase_change_table(frame, DYNAMICS, layers))
+        phases.append(phase_change_table(frame, ROLES, layers))
     phase = pd.concat(phases, ignore_index=True)
     return pd.concat(frames, ignore_index=True), phase
 

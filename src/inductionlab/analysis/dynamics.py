@@ -336,20 +336,22 @@ def _fit_row(fit, meta: dict, name: str, definition: str, formed: bool = True, n
             "note": " ".join(t for t in (note, fit.note) if t), "definition": definition}
 
 
-def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 0) -> pd.DataFrame:
+def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) -> pd.DataFrame:
     """The phase change of one model's dynamics frame, measured as a shape
     (:data:`PHASE_COLUMNS`; :mod:`.phase_change`): a logistic fit to the loss on predictable
     targets, one to the best head's induction content part (over ``layers``, the model's
     :func:`induction_layers`; over every layer for a model that has none, the control), and
-    whether their midpoints coincide. Induction counts as formed when the best content
-    part at the last checkpoint is at least ``min_induction_gain``; when it did not form (or
+    whether their midpoints coincide. An induction head formed when the best head by content
+    part at the last checkpoint has the induction role by the head-role rule ``roles``
+    (``behaviour.roles``: its score at least the role threshold over chance, its content
+    part at least ``above_chance``); when none formed (or
     either curve has no single change: flat, or two drops) the coincidence has no value and
     its note says why. Whether each change is a phase change is its own row's shape.
     """
     from .phase_change import MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH, fit_logistic, same_time
+    from .roles import role_threshold
 
     meta = {"variant": frame["variant"].iloc[0], "seed": int(frame["seed"].iloc[0])}
-    min_gain = settings["min_induction_gain"]
     steps, loss = metric_curve(frame, "loss_pred")
     loss_fit = fit_logistic(steps, loss, seed=seed)
     rows = [_fit_row(loss_fit, meta, LOSS_FIT, FIT_DEFINITION.format(
@@ -362,11 +364,17 @@ def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 
     coincidence = {**meta, "metric": COINCIDENCE, "value": math.nan, "low": math.nan,
                    "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=2)}
     if len(best) >= 5:
-        final = float(best["value"].iloc[-1])
-        formed = bool(layers) and final >= min_gain
+        last = best.iloc[-1]
+        content = float(last["value"])
+        score = _final_score(frame, int(last["layer"]), int(last["head"]))
+        chance = score_chance(frame, "induction", fit_layers)
+        need = role_threshold(chance, roles)
+        formed = bool(layers) and content >= roles["above_chance"] and score >= need
         note = (NO_LAYER_NOTE if not layers else "" if formed else
-                f"no induction head formed: the best content part at the last checkpoint is "
-                f"{final:.3f} (< {min_gain:g}).")
+                f"no induction head formed: at the last checkpoint the best head by content "
+                f"part, L{int(last['layer'])}H{int(last['head'])}, has a content part of "
+                f"{content:.3f} (needs {roles['above_chance']:g}) and an induction score of "
+                f"{score:.3f} (needs {need:.3f}, chance {chance:.3f}).")
         induction_fit = fit_logistic(best["step"].to_numpy(), best["value"].to_numpy(dtype=float),
                                      seed=seed + 1)
         rows.append(_fit_row(induction_fit, meta, INDUCTION_FIT, definition, formed, note))
@@ -379,6 +387,12 @@ def phase_change_table(frame: pd.DataFrame, settings: dict, layers, seed: int = 
         coincidence["note"] = "coincidence not measured: no induction scores to fit"
     rows.append(coincidence)
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+
+def _final_score(frame: pd.DataFrame, layer: int, head: int) -> float:
+    """A head's induction score at the last checkpoint."""
+    rows = frame[(frame["metric"] == "induction") & (frame["layer"] == layer) & (frame["head"] == head)]
+    return float(rows.loc[rows["step"].idxmax(), "value"])
 
 
 def _layers_phrase(layers) -> str:
@@ -462,7 +476,7 @@ def dynamics_results(model, spec, checkpoints_dir, behaviour: dict, settings: di
     """The dynamics stage's results for one model: ``(dynamics, per-token losses,
     phase_change)``; the losses' ``meta`` (variant, seed, evaluation set) included."""
     frame, losses, layers = model_dynamics(model, spec, checkpoints_dir, behaviour, settings, log)
-    phase = phase_change_table(frame, settings, layers, seed=spec.seed)
+    phase = phase_change_table(frame, behaviour["roles"], layers, seed=spec.seed)
     meta = {"variant": spec.variant, "seed": spec.seed, "eval_seed": behaviour["eval_seed"],
             "eval_size": settings["eval_size"]}
     for r in phase.itertuples():
