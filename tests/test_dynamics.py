@@ -155,7 +155,10 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     assert set(summary["variant"]) == {"two_layer", "one_layer"} and "shape" not in summary
     # a 1-layer model without smeared keys has no layer that can form an induction head: its
     # best head of any layer is fitted as the control, and nothing is said to have formed
-    assert not (pd.read_csv(other / "dynamics.csv")["metric"] == BEST_INDUCTION).any()
+    control = pd.read_csv(other / "dynamics.csv")
+    best = control[control["metric"] == BEST_INDUCTION].set_index("step")["value"]
+    heads = control[(control["metric"] == "induction") & (control["layer"] == 0)]
+    assert len(best) and best.to_dict() == heads.groupby("step")["value"].max().to_dict()
     fit = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "induction_content")].iloc[0]
     assert NO_LAYER_NOTE in fit["note"] and fit["formed"] == 0.0
     both = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "coincidence")].iloc[0]
@@ -293,6 +296,15 @@ def test_one_layer_model_is_the_control():
     assert np.isnan(table.loc["coincidence", "value"])
 
 
+def test_a_model_without_induction_layers_follows_every_layer():
+    from inductionlab.analysis.dynamics import fit_layers
+
+    one = _synthetic(_rising(), n_layers=1, best=(0, 2))
+    assert fit_layers(one, induction_layers({"n_layers": 1})) == [0]
+    two = _synthetic(_rising(), n_layers=2, best=(1, 2))
+    assert fit_layers(two, induction_layers({"n_layers": 2})) == [1]
+
+
 def test_best_induction_heads_follow_the_best_head():
     induction = np.where(STEPS >= 1053, 0.8, 0.2)
     frame = _synthetic(induction, n_layers=2, best=(1, 2), decoy=(1, 0, 0.5))
@@ -308,7 +320,7 @@ def test_best_induction_heads_follow_the_best_head():
 def _study_tables(tmp_path):
     """Aggregated dynamics and phase_change tables: a 2-layer variant with two seeds
     (one formed an induction head, one did not) and a 1-layer variant."""
-    from inductionlab.analysis.dynamics import best_induction_rows
+    from inductionlab.analysis.dynamics import best_induction_rows, fit_layers
 
     frames, phases = [], []
     for variant, seed, curve in (("two_layer", 0, _rising()),
@@ -318,7 +330,7 @@ def _study_tables(tmp_path):
         layers = induction_layers({"n_layers": n_layers})
         frame = _synthetic(curve, n_layers=n_layers, best=(n_layers - 1, 2), seed=seed,
                            variant=variant)
-        frame = pd.concat([frame, best_induction_rows(frame, layers or [0]).assign(
+        frame = pd.concat([frame, best_induction_rows(frame, fit_layers(frame, layers)).assign(
             variant=variant, seed=seed)])
         frames.append(frame[DYNAMICS_COLUMNS])
         phases.append(phase_change_table(frame, ROLES, layers))

@@ -23,7 +23,7 @@ from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
 from inductionlab.analysis.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
-from inductionlab.analysis.dynamics import best_induction_rows, induction_layers, phase_change_table
+from inductionlab.analysis.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, legibility_problems, png_size
 from inductionlab.core.train import checkpoint_steps
@@ -91,7 +91,7 @@ def dynamics_frame(variant="two_layer", seeds=(0, 1), n_layers=2, n_heads=4):
                 add("ov_positivity", np.clip(-0.1 + (0.9 if best else 0.2) * u + noise(), -1, 1), l, h)
         frame = pd.DataFrame(rows).assign(variant=variant, seed=seed)
         layers = induction_layers({"n_layers": n_layers})
-        frame = pd.concat([frame, best_induction_rows(frame, layers).assign(variant=variant, seed=seed)])
+        frame = pd.concat([frame, best_induction_rows(frame, fit_layers(frame, layers)).assign(variant=variant, seed=seed)])
         frames.append(frame[["variant", "seed", "step", "metric", "layer", "head", "position", "value"]])
         phases.append(phase_change_table(frame, ROLES, layers))
     phase = pd.concat(phases, ignore_index=True)

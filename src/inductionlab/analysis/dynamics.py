@@ -30,8 +30,8 @@ Metrics (names as in the tables of the stage that computes them for the final mo
         head_scores.csv: the score of uniform causal attention on the same queries and
         keys, per layer (head -1)
     best_induction   the largest induction score over the heads of the layers that can
-        form an induction head (:func:`induction_layers`), model-level (layer and head
-        -1); only for a model that has such a layer
+        form an induction head (:func:`induction_layers`; every layer for a model that has
+        none, the control: :func:`fit_layers`), model-level (layer and head -1)
     best_induction_content   the same for the content part (induction − its control):
         the largest over the heads of those layers
     direct_positivity, ov_positivity, ov_sum_positivity, qk_positivity
@@ -186,6 +186,14 @@ def induction_layers(model_spec: dict) -> list[int]:
     return [l for l in range(int(model_spec["n_layers"])) if l >= 1 or l in smeared]
 
 
+def fit_layers(frame: pd.DataFrame, layers) -> list[int]:
+    """The layers whose best head the dynamics follow: ``layers`` (the model's
+    :func:`induction_layers`), or every layer for a model that has none (the control: the
+    same curves from a model that cannot form an induction head)."""
+    return list(layers) or sorted(int(l) for l in frame.loc[frame["metric"] == "induction",
+                                                             "layer"].unique())
+
+
 def induction_content_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Per head and step, the induction score's content part: induction − its control."""
     keys = ["step", "layer", "head"]
@@ -291,7 +299,8 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
         log(f"[{meta['variant']} seed {meta['seed']}] step {step:>6}: "
             f"{_checkpoint_line(frame, layers)}")
     frame = pd.concat(frames, ignore_index=True)
-    frame = (pd.concat([frame, best_induction_rows(frame, layers)], ignore_index=True)
+    frame = (pd.concat([frame, best_induction_rows(frame, fit_layers(frame, layers))],
+                       ignore_index=True)
              .sort_values("step", kind="stable").assign(**meta))
     return frame[DYNAMICS_COLUMNS], {"steps": np.array(steps, dtype=np.int64),
                                      "losses": np.stack(losses),
@@ -356,10 +365,10 @@ def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) 
     loss_fit = fit_logistic(steps, loss, seed=seed)
     rows = [_fit_row(loss_fit, meta, LOSS_FIT, FIT_DEFINITION.format(
         what="the loss on predictable targets", max_span=MAX_SPAN, min_r2=MIN_R2))]
-    fit_layers = list(layers) or sorted(frame.loc[frame["metric"] == "induction", "layer"].unique())
-    best = best_induction_heads(frame, fit_layers, content_column("induction"))
+    followed = fit_layers(frame, layers)
+    best = best_induction_heads(frame, followed, content_column("induction"))
     what = ("the best head's induction content part (induction score - its positional "
-            "control), best over " + _layers_phrase(fit_layers))
+            "control), best over " + _layers_phrase(followed))
     definition = FIT_DEFINITION.format(what=what, max_span=MAX_SPAN, min_r2=MIN_R2)
     coincidence = {**meta, "metric": COINCIDENCE, "value": math.nan, "low": math.nan,
                    "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=2)}
@@ -367,7 +376,7 @@ def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) 
         last = best.iloc[-1]
         content = float(last["value"])
         score = _final_score(frame, int(last["layer"]), int(last["head"]))
-        chance = score_chance(frame, "induction", fit_layers)
+        chance = score_chance(frame, "induction", followed)
         need = role_threshold(chance, roles)
         formed = bool(layers) and content >= roles["above_chance"] and score >= need
         note = (NO_LAYER_NOTE if not layers else "" if formed else

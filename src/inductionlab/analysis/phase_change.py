@@ -291,6 +291,11 @@ def _step(m: float) -> float:
     return float(np.expm1(m))
 
 
+def _signed(value: float) -> str:
+    """A change with its sign, a true minus for a fall: "+0.1", "−0.52"."""
+    return f"{value:+.3g}".replace("-", "\u2212")
+
+
 def _is_two_drops(two: dict | None, sse_single: float) -> bool:
     if two is None or sse_single <= 0:
         return False
@@ -328,13 +333,13 @@ def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midp
         return FLAT, (f"the logistic explains R² = {r2:.3f} < {FLAT_R2} of the variance: "
                       f"no change distinguishable from noise")
     if abs(drop) < MIN_DROP_SDS * residual_sd:
-        return FLAT, (f"the fitted change {drop:.3g} is less than {MIN_DROP_SDS:g} residual "
+        return FLAT, (f"the fitted change {_signed(-drop)} is less than {MIN_DROP_SDS:g} residual "
                       f"standard deviations ({residual_sd:.3g}): no change distinguishable "
                       f"from noise")
     inside = steps is None or steps[0] < midpoint < steps[1]
     if span <= MAX_SPAN and r2 >= MIN_R2 and inside:
         return PHASE_CHANGE, (
-            f"a single change of {drop:.3g} (residual sd {residual_sd:.3g}) centred at step "
+            f"a single change of {_signed(-drop)} (residual sd {residual_sd:.3g}) centred at step "
             f"{midpoint:.3g}, covering 10–90 % within a factor of {span:.3g} in steps "
             f"(<= {MAX_SPAN:g}), with R² = {r2:.3f} (>= {MIN_R2})")
     reasons = []
@@ -344,7 +349,7 @@ def classify_shape(r2: float, drop: float, residual_sd: float, span: float, midp
         reasons.append(f"the logistic explains only R² = {r2:.3f} (< {MIN_R2})")
     if not inside:
         reasons.append(f"its midpoint lies outside the checkpoints (steps {steps[0]:.3g}–{steps[1]:.3g})")
-    return SMOOTH, (f"a gradual change of {drop:.3g} centred at step {midpoint:.3g}: "
+    return SMOOTH, (f"a gradual change of {_signed(-drop)} centred at step {midpoint:.3g}: "
                     + " and ".join(reasons) + ", so not a phase change")
 
 
