@@ -55,6 +55,7 @@ include: "workflow/rules/circuits.smk"
 include: "workflow/rules/behaviour.smk"
 include: "workflow/rules/ablations.smk"
 include: "workflow/rules/dynamics.smk"
+include: "workflow/rules/offsets.smk"
 include: "workflow/rules/report.smk"
 
 

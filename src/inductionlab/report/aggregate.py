@@ -32,6 +32,9 @@ TABLE_KEYS = {
     "dynamics": ["step", "metric", "layer", "head", "position"],
     # step is an integer or a word ("never", "none formed"): kept in the long table only
     "phase_change": ["metric"],
+    # a head path's role differs across seeds: the summary is per component name
+    "offset_profile": ["component", "kind", "sample", "source", "offset"],
+    "algorithm_fit": ["program", "algorithm", "sample", "metric"],
 }
 
 

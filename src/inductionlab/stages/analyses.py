@@ -136,3 +136,42 @@ def write_shortcut(model, settings, metrics, offsets, completions, positions, th
                            "positions": positions})
     m = tables["metrics"].set_index("metric")["value"]
     say(f"[{spec.name}] " + ", ".join(f"{name} {value:.3f}" for name, value in m.items()))
+
+
+@command("offsets", "offset attribution of one model: every path's effect on the letters k "
+         "back, and the write-up's algorithm as a program",
+         model=path("a model.pt"),
+         behaviour_settings=path("behaviour settings JSON (evaluation sample)"),
+         head_scores=path("the model's head_scores.csv (head roles)"),
+         algorithms=path("algorithms.yaml (the write-up's algorithms as programs)"),
+         profile=path("offset_profile.csv to write"), programs=path("algorithm_fit.csv to write"),
+         threads=THREADS)
+def write_offsets(model, behaviour_settings, head_scores, algorithms, profile, programs, threads=1):
+    from ..analysis.offset_attribution import offset_results, roles_by_head
+    from ..core.loading import load_model, read_table
+
+    behaviour = _settings(behaviour_settings, "the behaviour settings")
+    table = read_algorithms(algorithms)
+    roles = roles_by_head(read_table(head_scores, ["layer", "head", "roles"]))
+    loaded, spec = load_model(model)
+    frames = offset_results(loaded, spec, behaviour, table, roles, log=say)
+    _write_tables(dict(zip(("profile", "programs"), frames)),
+                  {"profile": profile, "programs": programs})
+
+
+def read_algorithms(path) -> dict:
+    """The ``algorithms`` mapping of an algorithms.yaml; ValueError naming the file if it
+    has none or an entry lacks ``title``, ``applies_to`` or ``program``."""
+    from ..config import read_yaml
+
+    document = read_yaml(path)
+    algorithms = document.get("algorithms") if isinstance(document, dict) else None
+    if not isinstance(algorithms, dict) or not algorithms:
+        raise ValueError(f"{path}: expected a mapping `algorithms:` of algorithm name -> "
+                         f"title, applies_to, program")
+    for name, entry in algorithms.items():
+        missing = [k for k in ("title", "applies_to", "program")
+                   if not isinstance(entry, dict) or k not in entry]
+        if missing:
+            raise ValueError(f"{path}: algorithm {name!r} lacks {', '.join(missing)}")
+    return algorithms

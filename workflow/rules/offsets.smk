@@ -1,0 +1,48 @@
+# Offset attribution: the logits of every model split exactly into the direct path, each
+# head and each chain of heads (V-composition), each term's effect on the letter at its
+# source averaged by offset k (query − source), on the task and the control sample; and
+# the write-up's algorithms (workflow/algorithms.yaml) as programs scored against the model.
+# No `conda:` directive, for the reason given in train.smk.
+
+
+rule offsets:
+    input:
+        model=model_file("model.pt"),
+        behaviour_settings=settings_file("behaviour"),
+        head_scores=model_file("head_scores.csv"),
+        algorithms=workflow.source_path("../algorithms.yaml"),
+    output:
+        profile=model_file("offset_profile.csv"),
+        programs=model_file("algorithm_fit.csv"),
+    log:
+        "logs/offsets/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/offsets/{model}/seed{seed}.tsv"
+    threads: 1
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    shell:
+        "inductionlab offsets --model {input.model} --behaviour-settings {input.behaviour_settings} "
+        "--head-scores {input.head_scores} --algorithms {input.algorithms} "
+        "--profile {output.profile} --programs {output.programs} --threads {threads} > {log} 2>&1"
+
+
+OFFSETS_WORDS = section_prose("offsets.prose.yaml")
+
+report_section(
+    name="offsets",
+    title=OFFSETS_WORDS["offsets_title"],
+    order=45,
+    text=OFFSETS_WORDS["offsets_text"],
+    tables=[
+        {"path": aggregated_table("algorithm_fit", summary=True),
+         "caption": OFFSETS_WORDS["offsets_table1"],
+         "spread": {"index": ["program", "sample"],
+                    "metrics": ["agreement", "kl", "kl_explained", "accuracy"]}},
+    ],
+    figures=[
+        {"path": f"{RESULTS}/figures/{{model}}/offset_profile.png",
+         "caption": OFFSETS_WORDS["offsets_figure1"]},
+    ],
+)
