@@ -71,11 +71,14 @@ def component_name(path: tuple[str, ...]) -> str:
 
 
 @torch.no_grad()
-def path_terms(model, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torch.Tensor]:
     """Every component's residual-stream term per query and source: name -> [B, T, T, D]
     (query i, source m; zero for m > i). Their sum over components and sources, times
-    W_U, is the model's logits."""
-    logits, cache = model.run_with_cache(tokens, head_out=False)
+    W_U, is the model's logits (under ``intervention``, e.g. one that fixes the patterns,
+    when given)."""
+    from ..core.model import NO_INTERVENTION
+
+    logits, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
     cfg = model.cfg
     B, T = tokens.shape
     embed = model.W_E[tokens]  # [B, T, D]
@@ -100,9 +103,9 @@ def centred_unembedding(model) -> torch.Tensor:
 
 
 @torch.no_grad()
-def self_effects(model, tokens: torch.Tensor) -> dict[str, np.ndarray]:
+def self_effects(model, tokens: torch.Tensor, intervention=None) -> dict[str, np.ndarray]:
     """Per component, the self-logit effect [B, T(query), T(source)] (NaN where the source
-    lies after the query), computed in batches."""
+    lies after the query), computed in batches (``intervention``: as in :func:`path_terms`)."""
     unembed = centred_unembedding(model)
     T = tokens.shape[1]
     later = torch.ones(T, T, dtype=torch.bool).triu(1)
@@ -110,7 +113,7 @@ def self_effects(model, tokens: torch.Tensor) -> dict[str, np.ndarray]:
     for start in range(0, len(tokens), BATCH):
         batch = tokens[start:start + BATCH]
         target = unembed[:, batch].permute(1, 2, 0)  # [B, T(source), D]
-        for name, term in path_terms(model, batch).items():
+        for name, term in path_terms(model, batch, intervention).items():
             effect = torch.einsum("bimD,bmD->bim", term, target)
             effect = effect.masked_fill(later, float("nan"))
             out.setdefault(name, []).append(effect.double().numpy())
