@@ -255,6 +255,8 @@ def report_manifest_json(wildcards):
         "failure_modes": aggregated_table("failure_modes", summary=True),
         "content_or_position": {"head_scores": aggregated_table("head_scores"),
                                 "behaviour": aggregated_table("behaviour")},
+        "algorithms": {"profile": aggregated_table("offset_profile"),
+                       "fit": aggregated_table("algorithm_fit")},
         "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),
         "headline": {

@@ -129,6 +129,9 @@ rule report:
         # the summary's content-or-position table
         head_scores=aggregated_table("head_scores"),
         behaviour=aggregated_table("behaviour"),
+        # the summary's algorithms as measured
+        offset_profile=aggregated_table("offset_profile"),
+        algorithm_fit=aggregated_table("algorithm_fit"),
         shown=lambda w: report_inputs(),
     output:
         html="reports/report.html",

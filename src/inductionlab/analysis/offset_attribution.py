@@ -148,7 +148,8 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
     """Sums of paths: ``all``, ``heads`` (all but direct), ``L{l}`` (paths ending at a head
     of layer l), for l ≥ 1 ``L{l}:embedding`` (its heads' terms from the embedding) and
     ``L{l}:composed`` (through earlier heads), and ``role:<role>`` for the OV roles
-    copying and anti_copying (paths ending at a head with that role)."""
+    copying and anti_copying (paths ending at a head with that role), and
+    ``role:anti_copying+direct`` (the write-up's "heads 1, 4 and the direct path")."""
     heads = [n for n in names if n != DIRECT]
     groups = {"all": list(names), "heads": heads}
     layers = sorted({last_head(n)[0] for n in heads})
@@ -160,6 +161,7 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
             groups[f"L{l}:composed"] = [n for n in mine if ">" in n]
     for role in ("copying", "anti_copying"):
         groups[f"role:{role}"] = [n for n in heads if role in roles.get(last_head(n), "").split("+")]
+    groups["role:anti_copying+direct"] = [DIRECT] * (DIRECT in names) + groups["role:anti_copying"]
     return groups
 
 
@@ -210,17 +212,6 @@ def profile_rows(effects: dict[str, np.ndarray], tokens: torch.Tensor, sample: s
 FIRST_OCCURRENCE = "next_after_first_occurrence"
 
 
-def offset_features(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
-    """[B, T(query), K=T, V]: one-hot of the letter k back from each query (zero before the
-    sequence starts)."""
-    onehot = torch.nn.functional.one_hot(tokens, vocab).double()  # [B, T, V]
-    B, T, V = onehot.shape
-    out = torch.zeros(B, T, T, V, dtype=torch.float64)
-    for k in range(T):
-        out[:, k:, k] = onehot[:, :T - k]
-    return out
-
-
 def first_occurrence_feature(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
     """[B, T, V]: one-hot of the letter that followed the first earlier occurrence of the
     query's letter (zero where the letter has not occurred before)."""
@@ -239,10 +230,12 @@ def program_logits(weights, tokens: torch.Tensor, vocab: int,
                    first_occurrence: float = 0.0) -> torch.Tensor:
     """Logits [B, T, V] = Σ_k w_k · onehot(letter k back) (+ ``first_occurrence`` · the
     letter after the first earlier occurrence of the current one)."""
-    w = torch.tensor(np.array(weights, dtype=np.float64))
+    onehot = torch.nn.functional.one_hot(tokens, vocab).double()  # [B, T, V]
     T = tokens.shape[1]
-    w = torch.cat([w, torch.zeros(max(0, T - len(w)), dtype=torch.float64)])[:T]
-    logits = torch.einsum("btkv,k->btv", offset_features(tokens, vocab), w)
+    logits = torch.zeros_like(onehot)
+    for k, w in enumerate(np.asarray(weights, dtype=np.float64)[:T]):
+        if w:
+            logits[:, k:] += float(w) * onehot[:, :T - k]
     if first_occurrence:
         logits = logits + first_occurrence * first_occurrence_feature(tokens, vocab)
     return logits

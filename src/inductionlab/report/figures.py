@@ -14,6 +14,7 @@ from ..core.loading import open_npz, read_json, read_table
 from ..core.seeding import first_seed
 from .attention_plots import attention_seeds_from_files
 from .dynamics_plots import phase_change_figure
+from .offset_plots import offset_profile_figure
 from .plots import (ablated_patterns, ablation_bars, composition_figure, dynamics_bands,
                     failure_chart, save, spectra_figure, training_curves)
 
@@ -58,6 +59,8 @@ FIGURES = {
     "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model), model),
     "phase_change": _phase_change,
     "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
+    "offset_profile": lambda inputs, model, settings: offset_profile_figure(
+        _rows(inputs[0], model), model),
 }
 
 

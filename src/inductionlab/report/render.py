@@ -160,6 +160,7 @@ def build_html(manifest: dict) -> str:
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
                   if Path(h["path"]).is_file()]
     readings = content_readings(manifest)
+    algorithms = algorithm_summary(manifest)
     first = 3 if scorecard is not None else 2  # 1 summary, 2 scorecard, then the chapters
     chapters = []
     for c, v in enumerate(manifest["variants"]):
@@ -188,7 +189,7 @@ def build_html(manifest: dict) -> str:
         appendix=appendix, study_appendix=study_parts, letters=letters,
         story=story(scorecard, manifest["variants"], groups) if scorecard is not None else [],
         tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
-        outcome_words=OUTCOME_WORDS, readings=readings,
+        outcome_words=OUTCOME_WORDS, readings=readings, algorithms=algorithms,
         key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
@@ -213,6 +214,18 @@ def content_readings(manifest: dict) -> list[dict]:
                               kind="stable")
     block_len = manifest["config"]["task"]["block_len"]
     return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in table.iterrows()]
+
+
+def algorithm_summary(manifest: dict) -> list[dict]:
+    """Per model, the algorithm as measured and how much of it each program explains
+    (:mod:`.algorithm_readings`); nothing when the run has no offsets tables."""
+    from .algorithm_readings import algorithm_readings
+
+    spec = manifest.get("algorithms") or {}
+    paths = [spec.get("profile"), spec.get("fit")]
+    if not all(p and Path(p).is_file() for p in paths):
+        return []
+    return algorithm_readings(pd.read_csv(paths[0]), pd.read_csv(paths[1]), manifest["variants"])
 
 
 def family_table(manifest: dict, numbers: Numbers) -> dict | None:

@@ -1,0 +1,116 @@
+"""The algorithm each model learned, in words generated from its offset profile, and how
+much of it the write-up's algorithm explains (the offsets stage's tables).
+
+Per model, over its seeds (task sample, the whole model's profile, ``all``):
+
+- it *copies* the letter k back when every seed's 95 % interval at k lies above 0 and the
+  mean over seeds is at least :data:`SHARE` of the largest positive mean; it *suppresses*
+  the letter k back likewise below 0;
+- each named set of offsets is attributed to the part of the model that carries most of
+  it: the direct path, the first layer's heads, the second layer's heads from the
+  embedding or through the first layer (V-composition) in a 2-layer model; the direct
+  path, the copying and the anti-copying heads in a 1-layer model;
+- the profile as a program and the write-up's algorithm as a program: the share of the
+  model's KL from uniform each removes, and how often its argmax agrees with the model's,
+  mean over seeds [min–max].
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+SHARE = 0.25
+_DEEP = ("direct", "L0", "L1:embedding", "L1:composed")
+_SHALLOW = ("direct", "role:copying", "role:anti_copying")
+_NAMES = {"direct": "the direct path", "L0": "the first layer's heads",
+          "L1:embedding": "the second layer's heads from the embedding",
+          "L1:composed": "the second layer's heads through the first (V-composition)",
+          "role:copying": "the copying heads", "role:anti_copying": "the anti-copying heads"}
+
+
+def _ranges(offsets: list[int]) -> str:
+    """[0, 1, 2, 5, 11] -> "0–2, 5 and 11"."""
+    parts, start = [], None
+    for k, nxt in zip(offsets, offsets[1:] + [None]):
+        start = k if start is None else start
+        if nxt != k + 1:
+            parts.append(f"{start}–{k}" if k - start >= 2 else
+                         f"{start}, {k}" if k > start else str(k))
+            start = None
+    text = ", ".join(parts)
+    head, _, last = text.rpartition(", ")
+    return f"{head} and {last}" if head else text
+
+
+def _offsets(profile: pd.DataFrame, component: str) -> pd.DataFrame:
+    return profile[(profile["component"] == component) & (profile["sample"] == "task")
+                   & (profile["source"] == "offset")]
+
+
+def offset_sets(profile: pd.DataFrame) -> dict[str, list[int]]:
+    """The offsets the whole model copies and suppresses in every seed (see the module)."""
+    rows = _offsets(profile, "all")
+    by = rows.groupby("offset")
+    mean = by["value"].mean()
+    above, below = by["low"].min() > 0, by["high"].max() < 0
+    out = {}
+    for name, sure, sign in (("copies", above, 1.0), ("suppresses", below, -1.0)):
+        scale = (sign * mean).clip(lower=0).max()
+        keep = sure & (sign * mean >= SHARE * scale) if scale > 0 else sure & False
+        out[name] = sorted(int(k) for k in keep[keep].index)
+    return out
+
+
+def carrier(profile: pd.DataFrame, offsets: list[int], sign: float) -> str | None:
+    """The part of the model (see the module) with the largest mean effect of ``sign`` over
+    ``offsets`` and seeds."""
+    parts = _DEEP if (profile["component"] == "L1:composed").any() else _SHALLOW
+    best, size = None, 0.0
+    for part in parts:
+        rows = _offsets(profile, part)
+        rows = rows[rows["offset"].isin(offsets)]
+        if rows.empty:
+            continue
+        value = sign * float(rows["value"].mean())
+        if value > size:
+            best, size = part, value
+    return _NAMES.get(best) if best else None
+
+
+def _share(fit: pd.DataFrame, program: str, metric: str) -> str | None:
+    rows = fit[(fit["program"] == program) & (fit["sample"] == "task") & (fit["metric"] == metric)]
+    if rows.empty or rows["value"].isna().all():
+        return None
+    v = rows["value"] * 100
+    return (f"{v.mean():.0f} %" if len(v) == 1 else
+            f"{v.mean():.0f} % [{v.min():.0f}–{v.max():.0f}]")
+
+
+def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:
+    """One model's algorithm as measured, and how much of it each program explains."""
+    sets = offset_sets(profile)
+    said = []
+    for verb, sign in (("copies", 1.0), ("suppresses", -1.0)):
+        if sets[verb]:
+            who = carrier(profile, sets[verb], sign)
+            said.append(f"{verb} the letters {_ranges(sets[verb])} back"
+                        + (f" (mostly {who})" if who else ""))
+    what = " and ".join(said) if said else "neither copies nor suppresses any offset in every seed"
+    parts = [f"as measured, the model {what}"]
+    for program, label in (("profile", "the profile as a program"),
+                           ("write_up", "the write-up's algorithm")):
+        explained, agreement = _share(fit, program, "kl_explained"), _share(fit, program, "agreement")
+        if explained:
+            parts.append(f"{label} removes {explained} of its KL from uniform and agrees with "
+                         f"its argmax on {agreement} of task queries")
+    if not (fit["program"] == "write_up").any():
+        parts.append("the write-up gives no algorithm for this architecture")
+    return "; ".join(parts) + "."
+
+
+def algorithm_readings(profile: pd.DataFrame, fit: pd.DataFrame, order: list[str]) -> list[dict]:
+    """Per model (``order`` first, then the rest as they appear), its :func:`sentence`."""
+    models = list(dict.fromkeys([v for v in order if v in set(profile["variant"])]
+                                + list(profile["variant"].unique())))
+    return [{"variant": v, "text": sentence(profile[profile["variant"] == v],
+                                            fit[fit["variant"] == v])} for v in models]
+
