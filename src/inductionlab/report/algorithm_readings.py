@@ -81,8 +81,8 @@ def _share(fit: pd.DataFrame, program: str, metric: str) -> str | None:
     if rows.empty or rows["value"].isna().all():
         return None
     v = rows["value"] * 100
-    return (f"{v.mean():.0f} %" if len(v) == 1 else
-            f"{v.mean():.0f} % [{v.min():.0f}–{v.max():.0f}]")
+    low, high = f"{v.min():.0f}", f"{v.max():.0f}"
+    return f"{v.mean():.0f} %" if low == high else f"{v.mean():.0f} % [{low}–{high}]"
 
 
 def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:
