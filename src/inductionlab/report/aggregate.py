@@ -74,8 +74,9 @@ def summarise(long: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
     if "metric" in keys and "value" in long.columns:
         melted, group = long, ["variant"] + keys
     else:
+        # a float column may itself be named "value" (e.g. beside low and high)
         melted = long.melt(id_vars=list(ID_COLUMNS) + keys, value_vars=value_columns(long),
-                           var_name="metric")
+                           var_name="metric", value_name="_value").rename(columns={"_value": "value"})
         group = ["variant"] + keys + ["metric"]
     return (melted.groupby(group, sort=False, dropna=False)["value"]
             .agg(n="count", mean="mean", std="std", min="min", max="max").reset_index())
