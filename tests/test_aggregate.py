@@ -155,3 +155,12 @@ def test_aggregate_writes_long_and_summary(tmp_path):
     row = _row(summary, step=60, metric="val_loss_all")
     assert (row["n"], row["mean"], row["min"], row["max"]) == (2, 1.5, 1.0, 2.0)
     assert row["std"] == pytest.approx(math.sqrt(0.5))
+
+
+def test_a_value_column_beside_its_interval_is_summarised_as_metrics():
+    frame = pd.DataFrame({"variant": "m", "seed": [0, 1], "component": "all", "kind": "group",
+                          "sample": "task", "source": "offset", "offset": 5,
+                          "value": [1.0, 3.0], "low": [0.5, 2.5], "high": [1.5, 3.5]})
+    summary = summarise(frame, "offset_profile").set_index("metric")
+    assert summary.loc["value", "mean"] == 2.0 and summary.loc["low", "min"] == 0.5
+    assert set(summary.index) == {"value", "low", "high"}

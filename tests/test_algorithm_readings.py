@@ -60,3 +60,10 @@ def test_no_write_up_algorithm_is_said():
     profile = _profile({"all": [-1.0, 1.0]})
     text = algorithm_readings(profile, _fit(write_up=False), ["m"])[0]["text"]
     assert "the write-up gives no algorithm for this architecture" in text
+
+
+def test_one_offset_reads_as_one_letter():
+    profile = _profile({"all": [-1.0, 0.0, 1.0], "direct": [-1.0, 0.0, 0.0]})
+    text = sentence(profile, _fit())
+    assert "suppresses the current letter (mostly the direct path)" in text
+    assert "copies the letter 2 back" in text

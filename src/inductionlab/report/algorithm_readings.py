@@ -41,6 +41,16 @@ def _ranges(offsets: list[int]) -> str:
     return f"{head} and {last}" if head else text
 
 
+def _letters(offsets: list[int]) -> str:
+    """[0] -> "the current letter", [5] -> "the letter 5 back", else the
+    letters' offsets as :func:`_ranges`."""
+    if offsets == [0]:
+        return "the current letter"
+    if len(offsets) == 1:
+        return f"the letter {offsets[0]} back"
+    return f"the letters {_ranges(offsets)} back"
+
+
 def _offsets(profile: pd.DataFrame, component: str) -> pd.DataFrame:
     return profile[(profile["component"] == component) & (profile["sample"] == "task")
                    & (profile["source"] == "offset")]
@@ -92,7 +102,7 @@ def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:
     for verb, sign in (("copies", 1.0), ("suppresses", -1.0)):
         if sets[verb]:
             who = carrier(profile, sets[verb], sign)
-            said.append(f"{verb} the letters {_ranges(sets[verb])} back"
+            said.append(f"{verb} {_letters(sets[verb])}"
                         + (f" (mostly {who})" if who else ""))
     what = " and ".join(said) if said else "neither copies nor suppresses any offset in every seed"
     parts = [f"as measured, the model {what}"]
