@@ -119,6 +119,7 @@ def test_groups_and_roles():
     assert groups["role:anti_copying"] == ["L0H0"]
     assert groups["role:copying"] == ["L1H0", "L0H0>L1H0", "L0H1>L1H0"]
     assert groups["role:anti_copying+direct"] == ["direct", "L0H0"]
+    assert "role:anti_copying+direct" not in component_groups(names, {(1, 0): "copying"})
 
 
 def test_copy_sources_find_the_first_and_the_nearest_copy():

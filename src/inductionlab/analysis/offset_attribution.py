@@ -149,7 +149,8 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
     of layer l), for l ≥ 1 ``L{l}:embedding`` (its heads' terms from the embedding) and
     ``L{l}:composed`` (through earlier heads), and ``role:<role>`` for the OV roles
     copying and anti_copying (paths ending at a head with that role), and
-    ``role:anti_copying+direct`` (the write-up's "heads 1, 4 and the direct path")."""
+    ``role:anti_copying+direct`` (the write-up's "heads 1, 4 and the direct path"; only
+    when some head is anti-copying). A group with no member has no rows."""
     heads = [n for n in names if n != DIRECT]
     groups = {"all": list(names), "heads": heads}
     layers = sorted({last_head(n)[0] for n in heads})
@@ -161,7 +162,8 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
             groups[f"L{l}:composed"] = [n for n in mine if ">" in n]
     for role in ("copying", "anti_copying"):
         groups[f"role:{role}"] = [n for n in heads if role in roles.get(last_head(n), "").split("+")]
-    groups["role:anti_copying+direct"] = [DIRECT] * (DIRECT in names) + groups["role:anti_copying"]
+    if groups["role:anti_copying"]:  # the direct path alone is its own component
+        groups["role:anti_copying+direct"] = [DIRECT] * (DIRECT in names) + groups["role:anti_copying"]
     return groups
 
 
