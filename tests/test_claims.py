@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from conftest import ROOT
@@ -14,6 +15,8 @@ from inductionlab.report.claims import (TOO_CLOSE, DERIVED, FAILS, HOLDS, NOT_ME
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
                "failure_modes", "ablations", "dynamics", "phase_change"}
+# tables of an extra experiment, aggregated and handed to the claims when it is switched on
+EXPERIMENT_TABLES = {"positional_shortcut_offsets"}
 # tables a derived metric reads by itself, without a spec naming them
 IMPLICIT_TABLES = {"best_composition": {"composition"}, "composition_margin": {"composition"},
                    "score_of_composition_head": {"head_scores", "composition"}}
@@ -417,6 +420,44 @@ def test_chance_excess_ratio():
     assert row["status"] == NOT_MEASURED and "nothing to remove" in row["note"]
 
 
+def _offset_rows(variant, seed, layer, profiles):
+    """Rows of an attention-by-offset table (positional_shortcut_offsets.csv): one per head
+    and offset, from per-head profiles."""
+    return [(variant, seed, layer, h, k, float(v)) for h, profile in enumerate(profiles)
+            for k, v in enumerate(profile)]
+
+
+def test_profile_overlap_known_answers():
+    from inductionlab.analysis.attention import offset_profile, uniform_pattern
+
+    T = 24
+    uniform = offset_profile(uniform_pattern(T, torch.float64)[0])[0].tolist()  # [T]
+    at = lambda k: [1.0 if j == k else 0.0 for j in range(T)]  # noqa: E731  (all on offset k)
+    local = [1 / 3 if j < 3 else 0.0 for j in range(T)]  # current and 2 previous tokens
+    columns = ["variant", "seed", "layer", "head", "offset", "attention"]
+    tables = {"positional_shortcut_offsets": _frame(columns, [
+        *_offset_rows("m", 0, 0, [local, local, local]),  # identical heads
+        *_offset_rows("m", 1, 0, [uniform, uniform]),  # uniform causal attention, twice
+        *_offset_rows("m", 2, 0, [at(0), at(5)]),  # positional heads at different offsets
+        *_offset_rows("m", 3, 0, [uniform, at(0)]),  # uniform beside a current-token head
+        *_offset_rows("m", 4, 0, [at(0), local]),  # share 1/3 of their attention
+        *_offset_rows("m", 4, 1, [at(5), at(5)]),  # another layer: compared within it only
+        *_offset_rows("m", 5, 0, [local]),  # one head: nothing to compare
+    ])}
+    metric = {"derived": "profile_overlap", "table": "positional_shortcut_offsets",
+              "key": "offset", "column": "attention", "reduce": "min"}
+    value = lambda seed, **kw: metric_value(tables, {**metric, **kw}, "m", seed)  # noqa: E731
+    assert value(0) == pytest.approx(1.0) and value(0).exact
+    assert value(1) == pytest.approx(1.0)
+    assert value(2) == pytest.approx(0.0)
+    assert value(3) == pytest.approx(uniform[0] / sum(uniform))  # uniform's share at offset 0
+    assert value(3) < 0.5  # T = 24: about 0.1, uniform attention is unlike a positional head
+    assert value(4) == pytest.approx(1 / 3) and value(4, reduce="max") == pytest.approx(1.0)
+    broadly_similar = claim(metric, ">=", 0.5, variant="m")
+    assert [evaluate_claim(broadly_similar, tables, s)["status"] for s in range(6)] == [
+        HOLDS, HOLDS, FAILS, FAILS, FAILS, NOT_MEASURED]
+
+
 @pytest.mark.parametrize("value, compare, threshold, text", [
     (0.2996, ">=", 0.3, "0.2996"),
     (-0.99976, "<=", -1.0, "−0.9998"),  # "−1" would satisfy "<= -1"; a true minus sign
@@ -610,6 +651,8 @@ def _metric_tables(spec):
     if "derived" in spec:
         assert spec["derived"] in DERIVED, spec
         found = set(IMPLICIT_TABLES.get(spec["derived"], set()))
+        if "table" in spec:  # a derived metric that reads rows of its own table
+            found.add(spec["table"])
         for part in ("a", "b", "select", "measure", "chance"):
             if isinstance(spec.get(part), dict):
                 found |= _metric_tables(spec[part])
@@ -624,7 +667,7 @@ def test_shipped_claims_load_and_name_known_tables():
         metric = c["metric"]
         assert "derived" in metric or "table" in metric, c["id"]
         tables = _metric_tables(metric)
-        allowed = TABLE_NAMES | IMPLICIT_TABLES.get(metric.get("derived"), set())
+        allowed = TABLE_NAMES | EXPERIMENT_TABLES | IMPLICIT_TABLES.get(metric.get("derived"), set())
         assert tables and tables <= allowed, (c["id"], tables)
         reduce = metric.get("reduce")
         assert reduce in (None, "min", "max", "mean", "count_above", "count_below"), c["id"]

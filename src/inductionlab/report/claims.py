@@ -37,6 +37,7 @@ import math
 import operator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -383,10 +384,37 @@ def score_of_composition_head(tables, spec, variant, seed) -> Estimate:
     return row_estimates(rows, spec["column"])[0]
 
 
+def profile_overlap(tables, spec, variant, seed) -> Estimate:
+    """How alike the heads of a layer attend: every head's profile (``column`` over ``key``,
+    e.g. mean attention by offset), each scaled to sum 1; for every pair of heads of the
+    same layer, the attention they have in common, Σ_k min(p_k, q_k) (1: the same profile;
+    0: no key in common); these overlaps reduced by ``reduce``. Exact: the profile table
+    carries no interval."""
+    rows = _rows(tables, spec, variant, seed)
+    for column in ("layer", "head", spec["key"]):
+        if column not in rows.columns:
+            raise NotMeasured(f"table {spec['table']!r} has no column {column!r}")
+    overlaps = []
+    for layer, group in rows.groupby("layer"):
+        grid = group.pivot_table(index="head", columns=spec["key"], values=spec["column"],
+                                 aggfunc="mean").fillna(0.0)
+        totals = grid.sum(axis=1)
+        if (grid < 0).any().any() or (totals <= 0).any():
+            raise NotMeasured(f"layer {layer}: a head's {spec['column']} profile is not a "
+                              f"non-negative profile with some mass")
+        shares = grid.div(totals, axis=0).to_numpy()
+        overlaps += [float(np.minimum(shares[a], shares[b]).sum())
+                     for a in range(len(shares)) for b in range(a + 1, len(shares))]
+    if not overlaps:
+        raise NotMeasured("no layer has two heads to compare")
+    return reduce_estimates([exact(v) for v in overlaps], spec)
+
+
 DERIVED = {"difference": difference, "ratio": ratio, "chance_excess_ratio": chance_excess_ratio,
            "over_selected_heads": over_selected_heads, "best_composition": best_composition,
            "composition_margin": composition_margin,
-           "score_of_composition_head": score_of_composition_head}
+           "score_of_composition_head": score_of_composition_head,
+           "profile_overlap": profile_overlap}
 
 
 def metric_value(tables: dict, spec: dict, variant: str, seed: int) -> Estimate:
