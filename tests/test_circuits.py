@@ -373,3 +373,13 @@ def test_missing_array_is_named(tmp_path):
 def test_import_does_not_load_torch():
     code = "import sys, inductionlab.analysis.circuits; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_imaginary_share_tells_a_rotation_from_a_scaling():
+    from inductionlab.analysis.circuits import eigen_positivity, imaginary_share
+
+    rotation = np.linalg.eigvals(np.array([[0.0, -1.0], [1.0, 0.0]]))  # eigenvalues ±i
+    assert imaginary_share(rotation) == pytest.approx(1.0)
+    assert abs(eigen_positivity(rotation).imag) < 1e-12  # the pair cancels in the positivity
+    assert imaginary_share(np.linalg.eigvals(-2.0 * np.eye(3))) == 0.0
+    assert np.isnan(imaginary_share(np.zeros(3)))

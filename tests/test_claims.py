@@ -14,7 +14,7 @@ from inductionlab.report.claims import (TOO_CLOSE, DERIVED, FAILS, HOLDS, NOT_ME
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
-               "failure_modes", "ablations", "dynamics", "phase_change"}
+               "failure_modes", "ablations", "dynamics", "phase_change", "offset_profile", "algorithm_fit"}
 # tables of an extra experiment, aggregated and handed to the claims when it is switched on
 EXPERIMENT_TABLES = {"positional_shortcut_offsets"}
 # tables a derived metric reads by itself, without a spec naming them

@@ -24,6 +24,8 @@ This module must not import torch (it runs on the saved ``weights.npz`` alone).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -36,7 +38,7 @@ BASELINE_SAMPLES = 1000
 BASELINE_SEED = 0
 
 CIRCUIT_COLUMNS = ["variant", "seed", "circuit", "layer", "head",
-                   "positivity_real", "positivity_imag", "frobenius_norm"]
+                   "positivity_real", "positivity_imag", "imaginary_share", "frobenius_norm"]
 COMPOSITION_COLUMNS = ["variant", "seed", "kind", "layer", "head", "src_layer", "src_head",
                        "positivity_real", "positivity_imag", "score", "baseline",
                        "score_minus_baseline"]
@@ -278,6 +280,16 @@ def eigen_positivity(eigenvalues) -> complex:
     return complex(lam.sum() / total_abs)
 
 
+def imaginary_share(eigenvalues) -> float:
+    """How far a spectrum is from real: ``Σ|Im λ| / Σ|λ|`` (0: every eigenvalue is real, the
+    circuit scales each of its directions; near 1: it mostly rotates them). Unlike the
+    imaginary part of :func:`eigen_positivity`, which conjugate pairs cancel, it can be
+    large. NaN for an all-zero spectrum."""
+    lam = np.asarray(eigenvalues)
+    total_abs = np.abs(lam).sum()
+    return float(np.abs(lam.imag).sum() / total_abs) if total_abs else math.nan
+
+
 def _spectrum_order(lam: np.ndarray) -> np.ndarray:
     """``lam`` ordered by decreasing magnitude, then real part, then imaginary part."""
     return lam[np.lexsort((-lam.imag, -lam.real, -np.abs(lam)))]
@@ -419,14 +431,16 @@ def circuit_table(arrays: dict, meta: dict) -> pd.DataFrame:
 
     Columns: :data:`CIRCUIT_COLUMNS`. ``layer`` and ``head`` are 0-based; -1 marks "not
     applicable" (the direct path has layer = head = -1, an OV sum has head = -1), which
-    keeps both columns integer. ``frobenius_norm`` is that of the V x V circuit.
+    keeps both columns integer. ``imaginary_share``: :func:`imaginary_share` of the
+    spectrum. ``frobenius_norm`` is that of the V x V circuit.
     """
     rows = []
     for _key, circuit, layer, head, (left, right) in _circuit_records(arrays):
-        z = eigen_positivity(eigenvalues_low_rank(left, right))
+        lam = eigenvalues_low_rank(left, right)
+        z = eigen_positivity(lam)
         rows.append({"variant": meta["variant"], "seed": meta["seed"], "circuit": circuit,
                      "layer": layer, "head": head, "positivity_real": z.real,
-                     "positivity_imag": z.imag,
+                     "positivity_imag": z.imag, "imaginary_share": imaginary_share(lam),
                      "frobenius_norm": float(np.linalg.norm(left @ right))})
     return pd.DataFrame(rows, columns=CIRCUIT_COLUMNS)
 

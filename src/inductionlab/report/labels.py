@@ -31,6 +31,7 @@ LABELS = {
     # circuits
     "positivity_real": "eigenvalue positivity Σλ/Σ|λ|",
     "positivity_imag": "positivity, imaginary part",
+    "imaginary_share": "share of the spectrum off the real axis",
     "score": "composition score ‖LR‖/(‖L‖‖R‖)",
     "score_minus_baseline": "composition score − random baseline",
     "src_layer": "earlier layer",
