@@ -23,7 +23,7 @@ _DEEP = ("direct", "L0", "L1:embedding", "L1:composed")
 _SHALLOW = ("direct", "role:copying", "role:anti_copying")
 _NAMES = {"direct": "the direct path", "L0": "the first layer's heads",
           "L1:embedding": "the second layer's heads from the embedding",
-          "L1:composed": "the second layer's heads through the first (V-composition)",
+          "L1:composed": "the second layer's heads reading the first layer's output",
           "role:copying": "the copying heads", "role:anti_copying": "the anti-copying heads"}
 
 
