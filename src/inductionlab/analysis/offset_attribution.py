@@ -107,17 +107,18 @@ def self_effects(model, tokens: torch.Tensor, intervention=None) -> dict[str, np
     """Per component, the self-logit effect [B, T(query), T(source)] (NaN where the source
     lies after the query), computed in batches (``intervention``: as in :func:`path_terms`)."""
     unembed = centred_unembedding(model)
-    T = tokens.shape[1]
+    N, T = tokens.shape
     later = torch.ones(T, T, dtype=torch.bool).triu(1)
-    out: dict[str, list[np.ndarray]] = {}
-    for start in range(0, len(tokens), BATCH):
+    out: dict[str, np.ndarray] = {}
+    for start in range(0, N, BATCH):
         batch = tokens[start:start + BATCH]
         target = unembed[:, batch].permute(1, 2, 0)  # [B, T(source), D]
         for name, term in path_terms(model, batch, intervention).items():
-            effect = torch.einsum("bimD,bmD->bim", term, target)
-            effect = effect.masked_fill(later, float("nan"))
-            out.setdefault(name, []).append(effect.double().numpy())
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+            effect = torch.einsum("bimD,bmD->bim", term, target).masked_fill(later, float("nan"))
+            if name not in out:  # filled in place: no list of batches to join
+                out[name] = np.empty((N, T, T), dtype=np.float64)
+            out[name][start:start + len(batch)] = effect.numpy()
+    return out
 
 
 def offset_means(effect: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
