@@ -161,6 +161,7 @@ def build_html(manifest: dict) -> str:
                   if Path(h["path"]).is_file()]
     readings = content_readings(manifest)
     algorithms = algorithm_summary(manifest)
+    front = front_page(manifest, scorecard) if scorecard is not None else None
     first = 3 if scorecard is not None else 2  # 1 summary, 2 scorecard, then the chapters
     chapters = []
     for c, v in enumerate(manifest["variants"]):
@@ -189,7 +190,7 @@ def build_html(manifest: dict) -> str:
         appendix=appendix, study_appendix=study_parts, letters=letters,
         story=story(scorecard, manifest["variants"], groups) if scorecard is not None else [],
         tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
-        outcome_words=OUTCOME_WORDS, readings=readings, algorithms=algorithms,
+        outcome_words=OUTCOME_WORDS, readings=readings, algorithms=algorithms, front=front,
         key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
@@ -214,6 +215,54 @@ def content_readings(manifest: dict) -> list[dict]:
                               kind="stable")
     block_len = manifest["config"]["task"]["block_len"]
     return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in table.iterrows()]
+
+
+def _csv(path) -> pd.DataFrame | None:
+    return pd.read_csv(path) if path and Path(path).is_file() else None
+
+
+def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
+    """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism, the
+    verdicts that change with the positional table, the ones too close to call, caveats."""
+    from .algorithm_readings import offset_sets
+    from .content_or_position import content_or_position
+    from .front_page import by_model, mechanism, model_tallies, table_dependent, too_close
+
+    task = manifest["config"]["task"]
+    block_len = int(task["block_len"])
+    spec = manifest.get("content_or_position") or {}
+    heads, behaviour = _csv(spec.get("head_scores")), _csv(spec.get("behaviour"))
+    readings = (content_or_position(heads, behaviour).set_index("variant")
+                if heads is not None and behaviour is not None else None)
+    profile = _csv((manifest.get("algorithms") or {}).get("profile"))
+    tallies = model_tallies(scorecard, manifest["variants"])
+    models = []
+    for v in manifest["variants"]:
+        if v not in tallies:
+            continue
+        reading = readings.loc[v] if readings is not None and v in readings.index else None
+        offsets = (offset_sets(profile[profile["variant"] == v])
+                   if profile is not None and (profile["variant"] == v).any() else None)
+        models.append({"variant": v, "n": int((scorecard["variant"] == v).sum()),
+                       "tally": tallies[v], "mechanism": mechanism(reading, offsets, block_len)})
+    titles = list((manifest.get("families") or {}).values())
+    comparison = _csv(manifest.get("family_comparison"))
+    dependent = table_dependent(comparison, WRITE_UP_TITLE, titles[0]) if titles else []
+    n_seeds = len(manifest["seeds"])
+    copies = ", ".join(str(k * block_len - 1) for k in range(1, int(task["n_blocks"])))
+    caveats = [
+        f"One seed in the write-up, {n_seeds} here: each verdict counts seeds, each seed's "
+        f"value with its 95 % interval.",
+        f"Every copy of the letter to predict sits at a fixed position ({copies} back): an "
+        f"attention score alone cannot tell looking for a copy from looking at a position; "
+        f"the positional control and the period test can.",
+        "Thresholds come from the write-up's wording, fixed before any result was seen, not "
+        "tuned; an interval that contains its threshold is too close to call."]
+    close = too_close(scorecard)
+    return {"models": models, "dependent": dependent, "other": titles[0] if titles else "",
+            "dependent_by_model": by_model([d["claim"] for d in dependent]),
+            "n_claims": len(comparison) if comparison is not None else 0,
+            "too_close": close, "too_close_by_model": by_model(close), "caveats": caveats}
 
 
 def algorithm_summary(manifest: dict) -> list[dict]:

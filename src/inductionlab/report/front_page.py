@@ -1,0 +1,112 @@
+"""Page 1 of the report: the answer.
+
+Per model of the write-up: the tally of its claims, in words that agree in number ("24
+replicate in every seed, 1 depends on the seed"), and one sentence on the mechanism found,
+generated from the tables: whether its best copy-seeking head looks for a copy or at a
+position (the positional control, :mod:`.content_or_position`), the period test, and the
+offsets its logits copy and suppress (:mod:`.algorithm_readings`). Then the verdicts that
+change with the positional table (the family comparison), the verdicts too close to call,
+and the caveats every reading needs. Nothing is typed in: every number comes from a table.
+"""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT, TOO_CLOSE_ANY,
+                     outcome)
+
+# outcome -> (singular, plural) verb phrases of the tally
+VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
+         SEED_DEPENDENT: ("depends on the seed", "depend on the seed"),
+         NOT_REPLICATED: ("does not replicate", "do not replicate"),
+         TOO_CLOSE_ANY: ("is too close to call", "are too close to call"),
+         NOT_MEASURED_ANY: ("could not be measured", "could not be measured")}
+_PERIOD = re.compile(r"^period(\d+)_acc$")
+
+
+def tally_words(counts: dict[str, int]) -> str:
+    """{"replicates in every seed": 24, "depends on the seed": 1} -> "24 replicate in every
+    seed and 1 depends on the seed" (zero counts left out)."""
+    parts = [f"{n} {VERBS[o][0] if n == 1 else VERBS[o][1]}" for o, n in counts.items() if n]
+    if not parts:
+        return "no claims"
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def model_tallies(card: pd.DataFrame, variants: list[str]) -> dict[str, str]:
+    """Per variant (the claims' ``variant``), :func:`tally_words` of its claims."""
+    out = {}
+    for v in variants:
+        mine = card[card["variant"] == v]
+        if len(mine):
+            counts = mine.apply(outcome, axis=1).value_counts()
+            out[v] = tally_words({o: int(counts.get(o, 0)) for o in VERBS})
+    return out
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}".replace("-", "\u2212")
+
+
+def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
+              block_len: int) -> str:
+    """One sentence: how the model finds what to copy (content or position, from the best
+    head's positional control and the period test) and what its logits copy and suppress."""
+    from .algorithm_readings import _letters
+
+    parts = []
+    if reading is not None:
+        n = int(reading["seeds"])
+        content, position = int(reading["seeds_content"]), int(reading["seeds_position"])
+        if content == n:
+            how = "looks for a copy: its best head keeps its score only where a copy exists"
+        elif position == n:
+            how = "looks at positions, not for a copy: its best head scores the same on random letters"
+        elif content or position:
+            how = f"looks for a copy in {content} of {n} seeds, at positions in {position}"
+        else:
+            how = "has no head that looks back for the target"
+        periods = {int(m.group(1)): reading[k] for k in reading.index
+                   if (m := _PERIOD.match(str(k))) and not pd.isna(reading[k])}
+        other = [v for k, v in periods.items() if k != block_len]
+        if other and block_len in periods:
+            low, high = _fmt(min(other)), _fmt(max(other))
+            spread = low if low == high else f"{low}–{high}"
+            how += (f" (content part {_fmt(reading['content'])} of attention; accuracy "
+                    f"{spread} on blocks of other lengths against "
+                    f"{_fmt(periods[block_len])} on the trained {block_len})")
+        parts.append(how)
+    if offsets:
+        verbs = {"copies": "copy", "suppresses": "suppress"}  # the logits: plural
+        said = [f"{verbs.get(verb, verb)} {_letters(ks)}" for verb, ks in offsets.items() if ks]
+        if said:
+            parts.append("its logits " + " and ".join(said))
+    return "; ".join(parts)
+
+
+def table_dependent(comparison: pd.DataFrame | None, write_up: str, other: str) -> list[dict]:
+    """The claims whose outcome differs between the write-up's models and another family:
+    claim, role, both outcomes (the outcome words only)."""
+    if comparison is None or other not in comparison or "differs" not in comparison:
+        return []
+    rows = comparison[comparison["differs"].astype(str) == "True"]
+    word = lambda text: str(text).split(" (")[0]  # noqa: E731  the outcome before its detail
+    return [{"claim": r["claim"], "role": r["role"], "write_up": word(r[write_up]),
+             "other": word(r[other])} for _, r in rows.iterrows()]
+
+
+def by_model(claims: list[str]) -> list[dict]:
+    """Claim ids grouped by the model before the dot, in order of first appearance:
+    [{"model": "smeared", "names": ["solves_12_letter_prompts", ...]}]."""
+    groups: dict[str, list[str]] = {}
+    for c in claims:
+        model, _, name = c.partition(".")
+        groups.setdefault(model, []).append(name or model)
+    return [{"model": m, "names": names} for m, names in groups.items()]
+
+
+def too_close(card: pd.DataFrame) -> list[str]:
+    """The claims too close to call, as ids."""
+    return [str(c) for c, o in zip(card["claim"], card.apply(outcome, axis=1)) if o == TOO_CLOSE_ANY]

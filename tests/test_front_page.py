@@ -1,0 +1,50 @@
+"""Page 1: the tally in words that agree in number, the mechanism from the tables."""
+import pandas as pd
+
+from inductionlab.report.claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT,
+                                        TOO_CLOSE_ANY)
+from inductionlab.report.front_page import by_model, mechanism, table_dependent, tally_words
+
+
+def test_tally_agrees_in_number():
+    assert tally_words({ROBUST: 24, SEED_DEPENDENT: 1, NOT_REPLICATED: 0, TOO_CLOSE_ANY: 2,
+                        NOT_MEASURED_ANY: 0}) == (
+        "24 replicate in every seed, 1 depends on the seed and 2 are too close to call")
+    assert tally_words({ROBUST: 1}) == "1 replicates in every seed"
+    assert tally_words({NOT_REPLICATED: 2, NOT_MEASURED_ANY: 1}) == (
+        "2 do not replicate and 1 could not be measured")
+    assert tally_words({ROBUST: 0}) == "no claims"
+
+
+def _reading(content, position, periods, block_len=6, n=5):
+    row = {"seeds": n, "seeds_content": content, "seeds_position": position,
+           "seeds_none": n - content - position, "content": 0.4 if content else 0.0}
+    row.update({f"period{k}_acc": v for k, v in periods.items()})
+    return pd.Series(row)
+
+
+def test_mechanism_tells_content_from_position():
+    content = mechanism(_reading(5, 0, {4: 1.0, 6: 1.0, 8: 0.98}), {"copies": [5, 11],
+                                                                     "suppresses": [0]}, 6)
+    assert content.startswith("looks for a copy")
+    assert "accuracy 0.98–1.00 on blocks of other lengths against 1.00 on the trained 6" in content
+    assert "its logits copy the letters 5 and 11 back and suppress the current letter" in content
+    position = mechanism(_reading(0, 5, {4: 0.05, 6: 1.0}), None, 6)
+    assert position.startswith("looks at positions, not for a copy")
+    assert "accuracy 0.05 on blocks of other lengths" in position
+    assert mechanism(_reading(2, 1, {}), None, 6) == "looks for a copy in 2 of 5 seeds, at positions in 1"
+    assert mechanism(None, {"copies": [], "suppresses": [0]}, 6) == "its logits suppress the current letter"
+
+
+def test_verdicts_that_change_with_the_table():
+    comparison = pd.DataFrame({
+        "role": ["one_layer", "two_layer"], "claim": ["one_layer.a", "two_layer.b"],
+        "mine": ["replicates in every seed (holds in 5 of 5 seeds; 1 to 2)", "does not replicate"],
+        "other": ["does not replicate (holds in 0 of 5 seeds)", "does not replicate"],
+        "differs": [True, False]})
+    assert table_dependent(comparison, "mine", "other") == [
+        {"claim": "one_layer.a", "role": "one_layer", "write_up": "replicates in every seed",
+         "other": "does not replicate"}]
+    assert table_dependent(None, "mine", "other") == []
+    assert by_model(["smeared.a", "smeared.b", "two_layer.c"]) == [
+        {"model": "smeared", "names": ["a", "b"]}, {"model": "two_layer", "names": ["c"]}]
