@@ -59,6 +59,19 @@ def test_highlight_numbers_come_from_the_summary_table(tmp_path):
     assert text == "a 0.776 [0.770–0.790], b 2.60, c –"
 
 
+def test_highlight_reads_each_number_from_the_first_table_that_has_it(tmp_path):
+    def table(name, rows):
+        path = tmp_path / name
+        pd.DataFrame([{"variant": v, "metric": m, "n": 1, "mean": x, "std": float("nan"),
+                       "min": x, "max": x} for v, m, x in rows]).to_csv(path, index=False)
+        return str(path)
+
+    headline = table("h.csv", [("a", "loss_all", 1.22)])
+    study = table("s.csv", [("a", "loss_all", 1.21), ("a", "induction_max", 0.37)])
+    text = S.highlight_text({"paths": [headline, study], "text": "{a:loss_all} {a:induction_max}"})
+    assert text == "1.22 0.370"
+
+
 def test_heads_are_aligned_by_rank_not_by_number():
     # seed 0's strongest head is head 2, seed 1's is head 0: by index they would average
     frame = pd.DataFrame({"seed": [0, 0, 0, 1, 1, 1], "layer": [0] * 6, "head": [0, 1, 2] * 2,

@@ -136,8 +136,10 @@ REPORT_HIGHLIGHTS = []
 def report_highlight(path, text):
     """Register a finding for the summary's "beyond the write-up" list: ``text`` with each
     ``{variant:metric}`` replaced by that metric's mean [min–max] in the summary table
-    ``path`` (numbers from the tables, never typed in)."""
-    REPORT_HIGHLIGHTS.append({"path": path, "text": text})
+    ``path``, or in the first of a list of them that has it (numbers from the tables, never
+    typed in)."""
+    paths = [path] if isinstance(path, str) else list(path)
+    REPORT_HIGHLIGHTS.append({"paths": paths, "text": text})
 
 
 def aggregated_table(name, summary=False, models=None):
@@ -227,7 +229,7 @@ def report_inputs():
         for items in s["items"].values():
             paths += [t["path"] for t in items["tables"]]
             paths += [f.get("dir", f["path"]) for f in items["figures"]]
-    paths += [h["path"] for h in REPORT_HIGHLIGHTS]
+    paths += [p for h in REPORT_HIGHLIGHTS for p in h["paths"]]
     return sorted(set(paths))
 
 

@@ -136,7 +136,7 @@ def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
 
 def build_html(manifest: dict) -> str:
     from .claims import OUTCOME_WORDS
-    from .story import highlight_text, story, tally, worst_failure_modes
+    from .story import highlight_paths, highlight_text, story, tally, worst_failure_modes
 
     env = _environment()
     numbers = Numbers()
@@ -158,7 +158,7 @@ def build_html(manifest: dict) -> str:
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
-                  if Path(h["path"]).is_file()]
+                  if all(Path(p).is_file() for p in highlight_paths(h))]
     readings = content_readings(manifest)
     algorithms = algorithm_summary(manifest)
     front = front_page(manifest, scorecard) if scorecard is not None else None

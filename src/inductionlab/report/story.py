@@ -81,12 +81,25 @@ def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict 
     return f"{mean} [{lo}–{hi}]"
 
 
+def highlight_paths(spec: dict) -> list[str]:
+    """The summary tables of a highlight: ``path`` (one) or ``paths`` (in order)."""
+    return list(spec.get("paths") or [spec["path"]])
+
+
 def highlight_text(spec: dict) -> str:
     """A registered finding "beyond the write-up": ``text`` with every ``{variant:metric}``
-    replaced by that metric's mean [min–max] in the summary table at ``path``."""
-    summary = pd.read_csv(spec["path"])
-    return re.sub(r"\{([\w.-]+):([\w.-]+)\}",
-                  lambda m: summary_value(summary, m.group(1), m.group(2)), spec["text"])
+    replaced by that metric's mean [min–max] in the first of its summary tables (``path``,
+    or ``paths`` in order) that has it: a quantity the headline table shows is read from
+    the headline's table, so one number has one value."""
+    summaries = [pd.read_csv(p) for p in highlight_paths(spec)]
+
+    def value(variant: str, metric: str) -> str:
+        for summary in summaries:
+            if ((summary["variant"] == variant) & (summary["metric"] == metric)).any():
+                return summary_value(summary, variant, metric)
+        return summary_value(summaries[-1], variant, metric)
+
+    return re.sub(r"\{([\w.-]+):([\w.-]+)\}", lambda m: value(m.group(1), m.group(2)), spec["text"])
 
 
 def worst_failure_modes(failure_summary: pd.DataFrame, variants: list[str],

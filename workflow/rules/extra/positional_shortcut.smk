@@ -108,4 +108,6 @@ report_section(
     ],
 )
 
-report_highlight(PS_SUMMARY, PS_WORDS["highlight"])
+# losses and accuracies from the behaviour sample, as in the headline table; the
+# experiment's own measures from its table
+report_highlight([aggregated_table("behaviour", summary=True), PS_SUMMARY], PS_WORDS["highlight"])
