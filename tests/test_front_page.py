@@ -48,3 +48,18 @@ def test_verdicts_that_change_with_the_table():
     assert table_dependent(None, "mine", "other") == []
     assert by_model(["smeared.a", "smeared.b", "two_layer.c"]) == [
         {"model": "smeared", "names": ["a", "b"]}, {"model": "two_layer", "names": ["c"]}]
+
+
+def test_period_figure_of_page_1():
+    from inductionlab.report.front_page import _wrap_name, figure_uri, period_figure
+
+    rows = [{"variant": v, "seed": s, "metric": f"period{n}_acc", "value": acc}
+            for v, solves in (("copy", True), ("position", False)) for s in (0, 1)
+            for n in (4, 6, 8) for acc in [1.0 if solves or n == 6 else 0.05]]
+    behaviour = pd.DataFrame(rows + [{"variant": "copy", "seed": 0, "metric": "loss_all", "value": 1.0}])
+    fig = period_figure(behaviour, ["copy", "position", "absent"], 6)
+    bars = [p.get_height() for p in fig.axes[0].patches]
+    assert bars == [1.0, 1.0, 1.0, 0.05]  # trained length per model, then other lengths
+    assert figure_uri(fig).startswith("data:image/png;base64,")
+    assert period_figure(behaviour[behaviour["metric"] == "loss_all"], ["copy"], 6) is None
+    assert _wrap_name("one_layer_smeared_standard") == "one_layer_\nsmeared_\nstandard"

@@ -226,7 +226,8 @@ def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
     verdicts that change with the positional table, the ones too close to call, caveats."""
     from .algorithm_readings import offset_sets
     from .content_or_position import content_or_position
-    from .front_page import by_model, mechanism, model_tallies, table_dependent, too_close
+    from .front_page import (by_model, figure_uri, mechanism, model_tallies, period_figure,
+                             table_dependent, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
@@ -259,7 +260,13 @@ def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
         "Thresholds come from the write-up's wording, fixed before any result was seen, not "
         "tuned; an interval that contains its threshold is too close to call."]
     close = too_close(scorecard)
-    return {"models": models, "dependent": dependent, "other": titles[0] if titles else "",
+    figure = None
+    if behaviour is not None:
+        shown = [*manifest["variants"],
+                 *[m for m in behaviour["variant"].unique() if m not in manifest["variants"]]]
+        fig = period_figure(behaviour, shown, block_len)
+        figure = figure_uri(fig) if fig is not None else None
+    return {"figure": figure, "models": models, "dependent": dependent, "other": titles[0] if titles else "",
             "dependent_by_model": by_model([d["claim"] for d in dependent]),
             "n_claims": len(comparison) if comparison is not None else 0,
             "too_close": close, "too_close_by_model": by_model(close), "caveats": caveats}
