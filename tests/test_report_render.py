@@ -362,9 +362,11 @@ def test_render_table_sort_columns_and_max_rows(heads_csv):
 
 
 def test_render_table_without_rows(heads_csv):
-    html = T.render_table({"path": str(heads_csv), "where": {"circuit": "direct"}})
-    assert "<table" not in html and "class='empty'" in html
-    assert "class='empty'" in T.render_table({"path": str(heads_csv)}, variant="no_such_variant")
+    # nothing to show: left out, unless the table says why it is empty
+    assert T.render_table({"path": str(heads_csv), "where": {"circuit": "direct"}}) == ""
+    assert T.render_table({"path": str(heads_csv)}, variant="no_such_variant") == ""
+    html = T.render_table({"path": str(heads_csv), "where": {"circuit": "direct"}, "empty": "None."})
+    assert "<table" not in html and "class='empty'" in html and "None." in html
 
 
 def test_mark_completion():

@@ -100,9 +100,10 @@ def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: 
 
     tables = [t for t in items.get("tables", []) if in_appendix(t) == appendix]
     figures = [f for f in items.get("figures", []) if in_appendix(f) == appendix]
-    return {
-        "tables": [{**spec, "number": numbers.next("table"), "html": T.render_table(spec, variant)}
-                   for spec in tables],
+    rendered = [(spec, T.render_table(spec, variant)) for spec in tables]
+    return {  # a table with no rows for this model is left out, caption and number too
+        "tables": [{**spec, "number": numbers.next("table"), "html": html}
+                   for spec, html in rendered if html],
         "figures": [{**fig, "number": shown[fig["path"]], "shown": True} if fig["path"] in shown
                     else figure_item(fig, numbers.next("figure"))
                     for fig in figures],

@@ -1,4 +1,15 @@
-"""Turning the result tables into the report's HTML tables."""
+"""Turning the result tables into the report's HTML tables.
+
+The report's one rule for digits (here and in :mod:`.claims`): a number is shown to
+:data:`SIGNIFICANT` (3) significant digits (:func:`decimals`), trailing zeros kept
+("0.500"; the digits of the value as it is: −0.9996 is "−1.000"), an integer as it is;
+the numbers that go with a value (its interval, or the std, min and max over seeds) are
+shown at the value's decimals, never more than their own 3 significant digits need
+(:func:`companion_places`): "−0.233 [−0.377, −0.088]", "0.0110 [0.0060, 0.0160]",
+"0.0413 [−0.0348, 0.117]". Every minus sign is the true
+minus U+2212 (:func:`inductionlab.report.labels.minus_signs`), text cells included; NaN is
+an en dash, infinity ∞. Only the display changes: the tables keep every digit.
+"""
 from __future__ import annotations
 
 import html
@@ -6,9 +17,19 @@ import math
 
 import pandas as pd
 
-from .labels import label, value_label
+from .labels import label, minus_signs, value_label
 
-LABELLED_VALUES = {"metric", "kind", "ablation"}  # cells whose names read in words
+LABELLED_VALUES = {"metric", "kind", "ablation", "roles"}  # cells whose names read in words
+
+
+def _key(value):
+    """A pivot column key as a label shows it: a whole float as an integer (layer 0.0 ->
+    0, so "L{}H{}" reads L0H1, never L0.0H1.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if hasattr(value, "item") and not isinstance(value, str):
+        return _key(value.item())
+    return value
 
 
 def select(frame: pd.DataFrame, where: dict | None = None, variant: str | None = None) -> pd.DataFrame:
@@ -33,6 +54,18 @@ def decimals(value: float, significant: int = SIGNIFICANT) -> int:
     return max(0, significant - 1 - math.floor(math.log10(abs(value))))
 
 
+def companion_places(value: float, other: float) -> int:
+    """Decimals for ``other``, a number shown with ``value`` (an interval bound; the std,
+    min or max over seeds): the value's :func:`decimals` (``other``'s own when the value is
+    0), but never more than ``other`` needs for its own significant digits, so a bound far
+    from a value near 0 is not padded ("0.0413 [−0.0348, 0.117]")."""
+    if value == 0 or not math.isfinite(value):
+        return decimals(other)
+    if other == 0 or not math.isfinite(other):
+        return decimals(value)
+    return min(decimals(value), decimals(other))
+
+
 def fmt_at(value: float, places: int) -> str:
     """``value`` with ``places`` decimals; NaN an en dash, infinities ∞, minus signs true."""
     if math.isnan(value):
@@ -54,25 +87,28 @@ def fmt(value) -> str:
         return fmt_at(value, decimals(value))
     if isinstance(value, int):
         return str(value).replace("-", "−")
-    return html.escape(str(value))
+    return html.escape(minus_signs(value))
 
 
 def spread_cell(row) -> str:
-    """mean ± std [min, max] of a summary row, all to the decimals that give the mean three
-    significant digits (the spread's, when the mean is 0); just the value for one seed."""
+    """mean ± std [min, max] of a summary row: the mean to three significant digits, the
+    others at its decimals (the spread's, when the mean is 0), none with more than its own
+    three significant digits (:func:`companion_places`); just the value for one seed."""
     mean = float(row["mean"])
     if row["n"] <= 1 or pd.isna(row["std"]):
         return fmt(mean)
     std = float(row["std"])
     places = decimals(mean) if mean != 0 else decimals(std)
-    if fmt_at(float(row["min"]), places) == fmt_at(float(row["max"]), places):
+    low, high = float(row["min"]), float(row["max"])
+    if fmt_at(low, places) == fmt_at(high, places):
         return fmt_at(mean, places)  # the same in every seed, to the digits shown
-    spread = fmt_at(std, places)
+    spread = fmt_at(std, companion_places(mean, std) if mean != 0 else places)
     if std > 0 and float(spread) == 0:  # a spread below the last digit: one significant digit
         spread = fmt_at(std, decimals(std, 1))
+    low_text = fmt_at(low, companion_places(mean, low) if mean != 0 else places)
+    high_text = fmt_at(high, companion_places(mean, high) if mean != 0 else places)
     return (f"{fmt_at(mean, places)}&nbsp;±&nbsp;{spread} "
-            f"<span class='range'>[{fmt_at(float(row['min']), places)},&nbsp;"
-            f"{fmt_at(float(row['max']), places)}]</span>")
+            f"<span class='range'>[{low_text},&nbsp;{high_text}]</span>")
 
 
 SPREAD_HEADER = "mean ± std [min, max] over seeds"
@@ -176,7 +212,8 @@ def render_table(spec: dict, variant: str | None = None) -> str:
         pv = spec["pivot"]
         frame = frame.pivot_table(index=pv["index"], columns=pv["columns"], values=pv["values"],
                                   aggfunc="first", sort=True)
-        frame.columns = [pv.get("label", "{}").format(*(c if isinstance(c, tuple) else (c,)))
+        frame.columns = [pv.get("label", "{}").format(*(_key(k) for k in (c if isinstance(c, tuple)
+                                                                           else (c,))))
                          for c in frame.columns]
         frame = frame.reset_index()
     if "sort" in spec:
@@ -187,10 +224,8 @@ def render_table(spec: dict, variant: str | None = None) -> str:
         frame = frame.drop(columns="variant")
     if "max_rows" in spec:
         frame = frame.head(spec["max_rows"])
-    if frame.empty:
-        return ("<p class='empty'>"
-                + html.escape(spec.get("empty", "No rows (nothing of this kind applies to this model)."))
-                + "</p>")
+    if frame.empty:  # a table with nothing to show is left out, unless it says why
+        return ("<p class='empty'>" + html.escape(spec["empty"]) + "</p>") if "empty" in spec else ""
     note = ""
     if spec.get("dedupe"):
         index = [c for c in frame.columns if c not in raw] if raw else list(frame.columns[:1])
