@@ -128,14 +128,15 @@ def test_html_has_titles_chapters_and_sections(manifest):
     html = build_html(manifest)
     assert "<title>Hand-made report</title>" in html
     for title in ("Training check", "Study-wide extra check", "1 Summary: what replicated",
-                  "2 Claims scorecard", "methods", "3 Model one_layer", "4 Model two_layer"):
+                  "claims scorecard, every seed", "methods", "2 Model one_layer",
+                  "3 Model two_layer"):
         assert title in html, title
     assert "Heads &amp; roles check" in html  # titles are escaped
     assert '<section class="section" id="one_layer-training">' in html
     assert '<section class="section" id="two_layer-training">' in html
     assert '<section id="study-extra_study" class="chapter">' in html
-    assert '<a href="#study-extra_study">5 Study-wide extra check</a>' in html  # contents
-    assert "<h2>3.1 Training check</h2>" in html and "<h2>4.2 Heads &amp; roles check</h2>" in html
+    assert '<a href="#study-extra_study">4 Study-wide extra check</a>' in html  # contents
+    assert "<h2>2.1 Training check</h2>" in html and "<h2>3.2 Heads &amp; roles check</h2>" in html
 
 
 def test_variant_sections_follow_their_items_and_order(manifest):
@@ -189,6 +190,7 @@ def test_study_section_uses_its_template(manifest):
 def test_headline_scorecard_and_methods(manifest):
     html = build_html(manifest)
     summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
+    card = html[html.index('<section id="scorecard"'):html.index('<section id="methods"')]
     # headline: one row per variant, mean ± std [min, max] per metric, in the listed order
     assert ("<th>variant</th><th>loss, all targets (nats)</th>"
             "<th>accuracy, predictable targets</th>") in summary
@@ -197,12 +199,12 @@ def test_headline_scorecard_and_methods(manifest):
     assert "1.39&nbsp;±&nbsp;0.25 <span class='range'>[1.20,&nbsp;1.70]</span>" in summary
     assert "1.629" in summary  # loss floor, 3 decimals
     # scorecard: verdicts, escaped quotes, the write-up's number formatted
-    assert "holds in 1 of 2 seeds" in summary
-    assert "not measured in 2 of 2 seeds" in summary
-    assert "not measured: no table &#39;ablations&#39;" in summary  # the reason, escaped once
-    assert "Fails at &lt;this&gt; task" in summary
-    assert "<td>-0.9996</td>" in summary
-    assert '<tr class="some">' in summary and '<tr class="unmeasured">' in summary
+    assert "holds in 1 of 2 seeds" in card
+    assert "not measured in 2 of 2 seeds" in card
+    assert "not measured: no table &#39;ablations&#39;" in card  # the reason, escaped once
+    assert "Fails at &lt;this&gt; task" in card
+    assert "<td>-0.9996</td>" in card
+    assert '<tr class="some">' in card and '<tr class="unmeasured">' in card
     methods = html[html.index('<section id="methods"'):]
     assert "Vocabulary: the 26 letters" in methods
     assert "lr 0.001" in methods
@@ -229,7 +231,7 @@ def test_write_report_writes_html_and_pdf(manifest, tmp_path):
     reader = PdfReader(tmp_path / "out" / "report.pdf")
     text = squash("\n".join(page.extract_text() or "" for page in reader.pages))
     for title in ("Hand-made report", "Training check", "Heads & roles check",
-                  "Study-wide extra check", "Claims scorecard", "methods",
+                  "Study-wide extra check", "claims scorecard", "methods",
                   "Model one_layer", "Model two_layer", "holds in 1 of 2 seeds"):
         assert squash(title) in text, title
     for value in ("2.61", "1.38", "study-answer", "0.438"):
@@ -401,7 +403,7 @@ def test_appendix_items_and_the_key_figure(manifest):
     one["figures"].append({**one["figures"][0], "key": False, "appendix": ["two_layer"],
                            "caption": "Only two_layer's copy goes to the appendix."})
     html = build_html(manifest)
-    summary = html[html.index('<section id="summary"'):html.index('<section id="scorecard"')]
+    summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
     chapter = _chapter(html, "one_layer")
     appendix = html[html.index('<section id="appendix-one_layer"'):html.index('<section id="methods"')]
     # the key figure is drawn in the summary as Figure 1 and only referred to in the chapter

@@ -163,7 +163,7 @@ def build_html(manifest: dict) -> str:
     readings = content_readings(manifest)
     algorithms = algorithm_summary(manifest)
     front = front_page(manifest, scorecard) if scorecard is not None else None
-    first = 3 if scorecard is not None else 2  # 1 summary, 2 scorecard, then the chapters
+    first = 2  # 1 summary, then the chapters (the scorecard is an appendix)
     chapters = []
     for c, v in enumerate(manifest["variants"]):
         mine = [s for s in sections if s["scope"] == "variant" and v in s["items"]]
