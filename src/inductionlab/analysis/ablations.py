@@ -1,4 +1,4 @@
-"""Ablations (the methods appendix of the report, "Ablations"): what a model loses when a path is removed.
+"""Ablations (docs/methods.md, "Ablations"): what a model loses when a path is removed.
 
 Layers are 0-based: the write-up's "layer 2" is layer 1, its "layer-1 heads" are the
 heads of layer 0. Every ablation is an :class:`~inductionlab.core.model.Intervention` on

@@ -1,4 +1,4 @@
-"""Attention-pattern scores per head (the methods appendix of the report, "Attention and head scores").
+"""Attention-pattern scores per head (docs/methods.md, "Attention scores").
 
 Patterns are ``[B, H, T, T]`` tensors (query, key). Every attention score is one
 definition, :func:`attention_mass`: the attention that each query puts on a set of

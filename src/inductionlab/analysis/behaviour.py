@@ -1,7 +1,7 @@
 """What a model does: greedy completions, the failure-mode suite, habits, ICL score,
 the period test and the first-or-nearest prompts.
 
-See the methods appendix of the report, "Behaviour". Every random sample comes from a generator seeded
+See docs/methods.md, "Behaviour". Every random sample comes from a generator seeded
 with the behaviour settings' ``eval_seed``, so every model sees the same prompts.
 
 Every sampled value of ``behaviour.csv`` carries its 95 % interval (columns ``low`` and

@@ -1,6 +1,6 @@
 """Token-space circuits, eigenvalue positivity and composition scores (numpy only).
 
-Definitions follow the methods appendix of the report, "Circuits". Arrays use TransformerLens shapes and the
+Definitions follow docs/methods.md, "Circuits". Arrays use TransformerLens shapes and the
 row-vector convention: W_E [V, D], W_U [D, V], W_Q/W_K/W_V [L, H, D, d], W_O [L, H, d, D].
 A token-space circuit is a V x V matrix whose rows are the source (or query) token.
 

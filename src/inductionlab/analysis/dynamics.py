@@ -1,6 +1,6 @@
 """Training dynamics: every metric of the final model, at every checkpoint.
 
-See the methods appendix of the report, "Training dynamics". Nothing is re-implemented here: each checkpoint
+See docs/methods.md, "Training dynamics and the phase change". Nothing is re-implemented here: each checkpoint
 is scored by the functions the other stages call on the final model —
 :func:`behaviour.model_summary` (losses, accuracy, ICL
 score), :func:`attention.head_score_table` on the first ``n_sequences`` of

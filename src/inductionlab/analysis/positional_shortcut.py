@@ -1,6 +1,6 @@
 """Positional shortcut: does a learned positional table let one layer attend 5 back?
 
-the methods appendix of the report, "Model": the sinusoidal table p is added to queries and keys after
+docs/methods.md, "The model": the sinusoidal table p is added to queries and keys after
 projection, so every attention score contains the position–position term
 p_i·p_j/√d. With a fixed table that term is fixed, and a 1-layer model cannot
 learn "attend block_len − 1 back". With a trained table (``pos_encoding:

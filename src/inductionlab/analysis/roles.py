@@ -1,4 +1,4 @@
-"""Head roles from head scores and their chance levels (the methods appendix of the report, "Attention and head scores").
+"""Head roles from head scores and their chance levels (docs/methods.md, "The head-role rule").
 
 A head has an attention role only when its score is well above what uniform causal
 attention would get on the same queries and keys: at least ``times_chance`` × chance

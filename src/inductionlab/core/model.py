@@ -79,7 +79,7 @@ class ModelConfig:
 
 
 def sinusoidal_table(seq_len: int, d: int, form: str = "original") -> torch.Tensor:
-    """Positional table [seq_len, d] (see the methods appendix of the report, "Model").
+    """Positional table [seq_len, d] (see docs/methods.md, "The model").
 
     ``original``: for pos >= 1, angle = pos / 10000^(2j/d) with the raw dimension
     index j; sin on even j, cos on odd j; row 0 is zero.
