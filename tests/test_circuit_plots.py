@@ -40,7 +40,7 @@ def copying_weights(path, gain):
     return load_weights(path)
 
 
-@pytest.mark.parametrize("gain, text", [(2.0, "+1.00"), (-2.0, "-1.00")])
+@pytest.mark.parametrize("gain, text", [(2.0, "+1.00"), (-2.0, "−1.00")])  # a true minus sign
 def test_copying_head_is_titled_with_its_positivity(tmp_path, gain, text):
     arrays, meta = copying_weights(tmp_path / "weights.npz", gain)
     for kind, expected in (("ov", text), ("qk", "+1.00")):

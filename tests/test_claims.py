@@ -1,5 +1,6 @@
 """Claims (workflow/claims.yaml) evaluated on small hand-made per-seed tables."""
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -400,7 +401,7 @@ def test_value_at_its_chance_level_is_flagged(tables):
     card = scorecard([_role_claim("previous_token", {"layer": 0})],
                      evaluate_claims([_role_claim("previous_token", {"layer": 0})], t, [1])).iloc[0]
     assert "(at chance)" in card["values"] and "at its chance level in 1 of 1" in card["notes"]
-    assert card["chance"] == "0.28"
+    assert card["chance"] == "0.280"  # three significant digits, as everywhere
     assert card["test"].startswith("≥ role threshold")
 
 
@@ -463,7 +464,7 @@ def test_profile_overlap_known_answers():
     (-0.99976, "<=", -1.0, "−0.9998"),  # "−1" would satisfy "<= -1"; a true minus sign
     (0.1234, ">=", 0.3, "0.123"),
     (2.0, "==", 2, "2"),
-    (-0.99982, "<=", -0.9, "−1.00"),  # three significant digits shown, never "−1"
+    (-0.99982, "<=", -0.9, "−1.00"),  # three significant digits shown, as every table: never "−1"
     (123.4, ">=", 0.1, "123"),
     (math.inf, "<=", 0.69, "∞"),
 ])
@@ -829,3 +830,103 @@ def test_a_required_column_makes_the_claim_not_measured_with_the_row_s_note():
     row = evaluate_claim(claim(spec, "<=", 3, variant="two_layer"), phase, 0)
     assert row["status"] == NOT_MEASURED and row["note"] == "no induction head formed: 0.01 (< 0.1)."
     assert evaluate_claim(claim(spec, "<=", 3, variant="two_layer"), phase, 1)["status"] == HOLDS
+
+
+# ---------------------------------------------------------------- house style
+
+def test_the_write_up_s_printed_numbers_read_with_a_true_minus_sign(tables):
+    from inductionlab.report.claims import interval_text, Estimate
+
+    c = {**claim(ACC, "<", 0.6, id="signs"), "write_up": "-0.712, -0.857", "reference": -0.9996,
+         "measure": "heads with OV positivity < -0.5", "quote": "close to -1.0, an anti-copying head"}
+    card = scorecard([c], evaluate_claims([c], tables, [0, 1, 2])).iloc[0]
+    assert card["write_up"] == "−0.712, −0.857"
+    assert card["reference"] == "−0.9996"
+    assert card["measure"] == "heads with OV positivity < −0.5"
+    assert card["quote"] == "close to -1.0, an anti-copying head"  # a quote stays verbatim
+    # a whole negative number too (a count, an exact value), and every interval bound
+    assert format_value(-1.0) == "−1"
+    assert interval_text(Estimate(-0.233, -0.377, -0.0879)) == "−0.233 [−0.377, −0.088]"
+    for column in ("write_up", "reference", "measure", "values", "range", "summary", "test"):
+        assert not re.search(r"(?<![\w.])-\.?\d", card[column]), (column, card[column])
+
+
+@pytest.mark.parametrize("value, low, high, text", [
+    (-0.233, -0.377, -0.0879, "−0.233 [−0.377, −0.088]"),  # bounds at the value's decimals
+    (0.0110, 0.00596, 0.0160, "0.0110 [0.0060, 0.0160]"),
+    (0.0413, -0.0348, 0.1174, "0.0413 [−0.0348, 0.117]"),  # never more than 3 significant
+    (0.00012, -0.5, 0.5, "0.000120 [−0.500, 0.500]"),  # a value near 0 pads no bound
+    (2.0, 1.2449, 3.0, "2 [1.24, 3]"),  # a count: whole, its bounds to 3 significant digits
+    (1.0, 0.9994, 1.0, "1 [0.999, 1]"),
+])
+def test_an_interval_is_shown_at_its_value_s_precision(value, low, high, text):
+    from inductionlab.report.claims import Estimate, interval_text
+
+    assert interval_text(Estimate(value, low, high)) == text
+
+
+LOSS_DELTA = {"table": "ablations", "where": {"ablation": "smear_off_L0"}, "column": "delta_loss_all"}
+
+
+@pytest.mark.parametrize("metric, unit", [
+    (LOSS_DELTA, "nats"),
+    ({"table": "behaviour", "where": {"metric": "val_loss_all"}, "column": "value"}, "nats"),
+    ({"table": "behaviour", "where": {"metric": "icl_score"}, "column": "value"}, "nats"),
+    ({"table": "offset_profile", "where": {"component": "direct"}, "column": "value"}, "logits"),
+    ({"table": "head_scores", "column": "induction", "reduce": "max"}, "share of attention"),
+    ({"table": "ablations", "column": "induction_control_mean_L1"}, "share of attention"),
+    (ACC, None),  # an accuracy, a share: no unit
+    ({"table": "circuits", "column": "positivity_real"}, None),
+    ({"table": "phase_change", "where": {"metric": "loss_pred"}, "column": "span"}, None),
+    ({"table": "circuits", "column": "positivity_real", "reduce": "count_above", "above": 0.5}, None),
+    ({"derived": "difference", "a": LOSS_DELTA, "b": LOSS_DELTA}, "nats"),
+    ({"derived": "difference", "a": LOSS_DELTA, "b": ACC}, None),
+    ({"derived": "ratio", "a": LOSS_DELTA, "b": LOSS_DELTA}, None),
+    ({"derived": "over_selected_heads", "select": {}, "reduce": "min",
+      "measure": {"table": "head_scores", "column": "local"}}, "share of attention"),
+    ({"derived": "score_of_composition_head", "column": "previous_token"}, "share of attention"),
+    ({**ACC, "unit": "nats"}, "nats"),  # a metric may declare its unit
+])
+def test_a_claim_s_unit_comes_from_its_table_and_column(metric, unit):
+    from inductionlab.report.claims import claim_unit
+
+    assert claim_unit(claim(metric)) == unit
+
+
+def test_the_summary_over_seeds_names_the_unit(tables):
+    loss = {"table": "behaviour", "where": {"metric": "loss_all"}, "column": "value"}
+    c = claim(loss, "<", 3.0, variant="two_layer")
+    card = scorecard([c], evaluate_claims([c], tables, [0, 1])).iloc[0]
+    assert card["summary"].startswith("mean 1.25 [−0.66, 3.16] over seeds, in nats")
+    shares = scorecard([claim(ACC)], evaluate_claims([claim(ACC)], tables, [0, 1, 2])).iloc[0]
+    assert "over seeds (exact" in shares["summary"]  # an accuracy has no unit
+    # a claim may declare its unit ("" for none), overriding its table's
+    declared = {**c, "unit": "logits"}
+    card = scorecard([declared], evaluate_claims([declared], tables, [0, 1])).iloc[0]
+    assert "over seeds, in logits " in card["summary"]
+    unitless = {**c, "unit": ""}
+    card = scorecard([unitless], evaluate_claims([unitless], tables, [0, 1])).iloc[0]
+    assert "over seeds (exact" in card["summary"]
+
+
+def test_a_claim_with_an_unknown_unit_is_refused(tmp_path):
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump({"claims": [{**claim(ACC), "unit": "bits"}]}))
+    with pytest.raises(ClaimError, match="unit 'bits'"):
+        load_claims(path)
+    path.write_text(yaml.safe_dump({"claims": [{**claim(ACC), "unit": "nats"}]}))
+    assert load_claims(path)[0]["unit"] == "nats"
+
+
+def test_every_claim_of_the_write_up_has_a_unit_or_none_on_purpose():
+    """The claims of claims.yaml whose quantity is a loss read in nats, an offset-profile
+    effect in logits, an attention score as a share of attention."""
+    from inductionlab.report.claims import claim_unit
+
+    units = {c["id"]: claim_unit(c) for c in load_claims(ROOT / "workflow" / "claims.yaml")}
+    assert units["two_layer.k_composition_matters_for_loss"] == "nats"
+    assert units["smeared.beats_two_layer"] == "nats"
+    assert units["algorithm_1.direct_path_no_repeat"] == "logits"
+    assert units["anthropic.smeared_has_induction_heads"] == "share of attention"
+    assert units["one_layer.direct_path_anti_copying"] is None  # a positivity
+    assert units["smeared.two_copying_heads"] is None  # a count

@@ -146,7 +146,7 @@ def test_one_layer_rows_in_order_and_colour_limits_symmetric(tmp_path):
     frame = synthetic_frame(n_layers=1, variant="one_layer")
     fig = op.offset_profile_figure(frame, "one_layer")
     # seed 0: L0H0 positional induction (copying), L0H1 copying, L0H2 anti-copying, L0H3 none
-    assert _labels(fig) == ["direct", "L0H0 pos. induction", "L0H1 copying", "L0H2 anti-copying",
+    assert _labels(fig) == ["direct", "L0H0 positional induction", "L0H1 copying", "L0H2 anti-copying",
                             "L0H3"]
     _assert_order(fig, frame)
     task, control = fig.axes[0].images[0], fig.axes[1].images[0]

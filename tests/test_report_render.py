@@ -203,7 +203,7 @@ def test_headline_scorecard_and_methods(manifest):
     assert "not measured in 2 of 2 seeds" in card
     assert "not measured: no table &#39;ablations&#39;" in card  # the reason, escaped once
     assert "Fails at &lt;this&gt; task" in card
-    assert "<td>-0.9996</td>" in card
+    assert "<td>−0.9996</td>" in card  # the write-up's printed number, with a true minus sign
     assert '<tr class="some">' in card and '<tr class="unmeasured">' in card
     methods = html[html.index('<section id="methods"'):]
     assert "Vocabulary: the 26 letters" in methods
@@ -281,7 +281,7 @@ def _cells(html):
 def test_fmt():
     # one format: three significant digits, true minus signs
     assert T.fmt(2.606371) == "2.61"
-    assert T.fmt(-0.99958491) == "−1.000"
+    assert T.fmt(-0.99958491) == "−1.00"  # three significant digits of the rounded number
     assert T.fmt(-0.9949) == "−0.995"
     assert T.fmt(1234.5678) == "1235"
     assert T.fmt(0.0) == "0"
@@ -312,9 +312,10 @@ def test_render_table_spread(summary_csv):
                           variant="a")
     rows = _cells(html)
     assert rows[0] == ["circuit", "layer", "eigenvalue positivity Σλ/Σ|λ|"]
-    # the mean to three significant digits, std, min and max to the same decimals; the
-    # direct path's layer -1 (not applicable) as an en dash
-    assert rows[1] == ["direct", "–", "−0.999&nbsp;±&nbsp;0.001 <span class='range'>[−1.000,&nbsp;−0.997]</span>"]
+    # the mean to three significant digits, std, min and max to the same decimals (or their
+    # own three significant digits where fewer: −0.9999 is −1.00); the direct path's layer
+    # -1 (not applicable) as an en dash
+    assert rows[1] == ["direct", "–", "−0.999&nbsp;±&nbsp;0.001 <span class='range'>[−1.00,&nbsp;−0.997]</span>"]
     assert rows[2] == ["ov_sum", "0", "0.500&nbsp;±&nbsp;0.100 <span class='range'>[0.400,&nbsp;0.600]</span>"]
     assert rows[3] == ["ov_sum", "1", "0.250&nbsp;±&nbsp;0.050 <span class='range'>[0.200,&nbsp;0.300]</span>"]
     # one seed: just the value; a row without any value (n = 0) is left out

@@ -44,7 +44,13 @@ rule attention_figures:
         "> {log} 2>&1"
 
 
-BEHAVIOUR_WORDS = section_prose("behaviour.prose.yaml", **config["behaviour"]["roles"])
+from inductionlab.report.labels import ROLE_ABBREVIATIONS, ROLE_LABELS
+
+# the figure panels' role abbreviations, each with the display form it stands for
+BEHAVIOUR_WORDS = section_prose(
+    "behaviour.prose.yaml", **config["behaviour"]["roles"],
+    role_abbreviations=[(short, ROLE_LABELS[role]) for role, short in ROLE_ABBREVIATIONS.items()
+                        if short != ROLE_LABELS[role]])
 
 report_section(
     name="behaviour",

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .labels import minus_signs
+
 SHARE = 0.25
 _DEEP = ("direct", "L0", "L1:embedding", "L1:composed")
 _SHALLOW = ("direct", "role:copying", "role:anti_copying")
@@ -90,9 +92,13 @@ def _share(fit: pd.DataFrame, program: str, metric: str) -> str | None:
     rows = fit[(fit["program"] == program) & (fit["sample"] == "task") & (fit["metric"] == metric)]
     if rows.empty or rows["value"].isna().all():
         return None
-    v = rows["value"] * 100
-    low, high = f"{v.min():.0f}", f"{v.max():.0f}"
-    return f"{v.mean():.0f} %" if low == high else f"{v.mean():.0f} % [{low}–{high}]"
+    v = rows["value"] * 100  # a program worse than uniform removes a negative share
+    low, high = minus_signs(f"{v.min():.0f}"), minus_signs(f"{v.max():.0f}")
+    mean = minus_signs(f"{v.mean():.0f}")
+    if low == high:
+        return f"{mean} %"
+    # "[90–93]"; with a negative bound "[−5, 3]" (an en dash before a minus sign misreads)
+    return f"{mean} % [{low}, {high}]" if v.min() < 0 else f"{mean} % [{low}–{high}]"
 
 
 def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:

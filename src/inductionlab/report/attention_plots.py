@@ -14,6 +14,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .labels import ROLE_ABBREVIATIONS
 # plots selects the Agg backend and holds the shared style and size rules
 from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
 
@@ -194,10 +195,8 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
 # ---------------------------------------------------------------- across seeds
 
 SCORE_ABBREVIATIONS = {"induction": "ind", "previous_token": "prev"}
-ROLE_ABBREVIATIONS = {"previous_token": "prev", "induction": "ind", "prefix_matching": "prefix",
-                      "positional_induction": "pos-ind", "positional_prefix_matching": "pos-prefix",
-                      "local": "local", "copying": "copy", "anti_copying": "anti-copy",
-                      "none": "no role"}
+# a panel is too narrow for a role's display form: its abbreviation, kept with the display
+# forms in labels.py (ROLE_ABBREVIATIONS)
 
 
 def ordering_score(layer: int, n_layers: int, smear_layers=()) -> str:

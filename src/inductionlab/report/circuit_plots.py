@@ -17,7 +17,7 @@ import numpy as np
 
 from ..analysis import circuits
 from .attention_plots import LETTERS, tick_step
-from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
+from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, number, save, wrap
 from ..core.weights import load_weights
 
 CIRCUIT_CMAP = "RdBu_r"
@@ -99,7 +99,7 @@ def circuit_figure(mats: dict[tuple[int, int], np.ndarray], positivity: dict, ki
             im = ax.imshow(M / scale, cmap=CIRCUIT_CMAP, vmin=-1, vmax=1, interpolation="nearest")
             shown.append(ax)
             p = positivity[l, h]
-            value = f"{p:+.2f}" if np.isfinite(p) else "undefined"  # an all-zero circuit
+            value = number(p, "+.2f") if np.isfinite(p) else "undefined"  # an all-zero circuit
             ax.set_title(f"L{l}H{h} {spec['name']}, positivity {value}\n"
                          f"largest |entry| {scale:.3g}", fontsize=7)
             ax.set_xticks(ticks, labels, fontsize=7)

@@ -30,11 +30,24 @@ on the other side, and is *too close to call* when the interval contains the thr
 A claim of absence ("never repeats", "has no induction head") is read the same way, which
 makes it an equivalence test: it holds only when the interval's far end is on the right
 side.
+
+Display. Numbers follow the report's one rule for digits (:mod:`.tables`): 3 significant
+digits, more only where fewer would read the other way against the threshold
+(:func:`format_value`); an interval's bounds at the value's decimals, or at their own 3
+significant digits where those are fewer (:func:`bound_text`); a whole number (a count)
+printed whole, its bounds at their own 3 significant digits; a threshold in the test
+column as claims.yaml writes it. Every minus sign is the true minus U+2212, in the
+write-up's printed numbers too (the ``write_up`` and ``reference`` cells, the measure and
+statement; a quote stays verbatim). The summary over seeds names the unit of the
+claim's quantity (:func:`claim_unit`): nats for losses, logits for offset-profile effects,
+share of attention for attention scores; shares, accuracies, positivities, ratios and
+counts have none.
 """
 from __future__ import annotations
 
 import math
 import operator
+import re
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +56,8 @@ import yaml
 
 from ..analysis.roles import content_column, role_threshold
 from ..analysis.uncertainty import interval_columns, mean_interval
+from .labels import minus_signs
+from .tables import companion_places, decimals, fmt_at
 
 HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED = "holds", "fails", "too close to call", "not measured"
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
@@ -117,6 +132,9 @@ def load_claims(path) -> list[dict]:
             if extra.get("compare") not in COMPARISONS or "metric" not in extra or "threshold" not in extra:
                 raise ClaimError(f"{path}: claim {claim['id']}: every 'also' entry needs metric, "
                                  f"compare (one of {list(COMPARISONS)}) and threshold")
+        if claim.get("unit") not in (None, "", *UNITS):
+            raise ClaimError(f"{path}: claim {claim['id']}: unit {claim['unit']!r}; allowed: "
+                             f"{list(UNITS)} or '' (none)")
         if claim["id"] in seen:
             raise ClaimError(f"{path}: claim id {claim['id']!r} appears twice")
         seen.add(claim["id"])
@@ -295,8 +313,9 @@ def chance_excess_ratio(tables, spec, variant, seed) -> float:
     chance = metric_value(tables, spec["chance"], variant, seed).value
     b = metric_value(tables, spec["b"], variant, seed)
     if b.value - chance < spec["min_excess"]:
-        raise NotMeasured(f"the reference is only {b.value - chance:.3f} above its chance level "
-                          f"{chance:.3f} (< {spec['min_excess']}): nothing to remove")
+        raise NotMeasured(f"the reference is only {format_value(b.value - chance)} above its "
+                          f"chance level {format_value(chance)} "
+                          f"(< {_minus(format(spec['min_excess'], 'g'))}): nothing to remove")
     a = metric_value(tables, spec["a"], variant, seed)
     shift = lambda e: Estimate(e.value - chance, e.low - chance, e.high - chance)  # noqa: E731
     return _divide(shift(a), shift(b), (a.value - chance) / (b.value - chance))
@@ -331,7 +350,8 @@ def over_selected_heads(tables, spec, variant, seed) -> Estimate:
         if sel["threshold"] == ROLE:
             content = " (with its content part)" if sel.get("content") else ""
             raise NotMeasured(f"no head has the {sel['column']} role{content}{where}")
-        raise NotMeasured(f"no head has {sel['column']} {sel['compare']} {sel['threshold']}{where}")
+        raise NotMeasured(minus_signs(f"no head has {sel['column']} {sel['compare']} "
+                                      f"{sel['threshold']}{where}"))
     measure = _rows(tables, spec["measure"], variant, seed)
     chosen = measure[[(int(l), int(h)) in heads for l, h in zip(measure["layer"], measure["head"])]]
     return reduce_estimates(row_estimates(chosen, spec["measure"]["column"]), spec)
@@ -468,27 +488,105 @@ def _variants_in(spec) -> set:
 
 SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
 
+# the unit of a claim's quantity -> how the summary over seeds names it
+UNITS = {"nats": "in nats", "logits": "in logits", "share of attention": "as a share of attention"}
+# attention scores (head_scores columns, and their per-layer forms in the ablations table)
+ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "first_token", "previous_token",
+                    "local", "prefix_matching")
+_ATTENTION = re.compile(r"^(%s)(_(control|content|low|high|content_low|content_high))?"
+                        r"(_(mean|max|chance)_L\d+)?$" % "|".join(ATTENTION_SCORES))
+_NATS = re.compile(r"^(val_)?(delta_)?loss(_|$)|^icl_score$")
+UNITLESS = {"ratio", "chance_excess_ratio", "profile_overlap", "best_composition",
+            "composition_margin"}
+
+
+def quantity_unit(table: str, column: str, where: dict | None = None) -> str | None:
+    """The unit of ``column`` of ``table`` (a key of :data:`UNITS`), None for a quantity
+    without one (a share, an accuracy, a positivity, a z-score). In a long table (a
+    ``value`` column) the ``metric`` of ``where`` names the quantity."""
+    if table == "phase_change":  # spans (a factor in steps), |ln| ratios, R²: no unit
+        return None
+    metric = (where or {}).get("metric")
+    if column in ("value", "mean") and isinstance(metric, str):
+        column = metric
+    if table == "offset_profile":
+        return "logits"
+    if _NATS.search(str(column)):
+        return "nats"
+    if _ATTENTION.match(str(column)) or (table == "positional_shortcut_offsets"
+                                         and column == "attention"):
+        return "share of attention"
+    return None
+
+
+def metric_unit(spec: dict) -> str | None:
+    """The unit of a metric spec's value: its ``unit`` when it names one; a count (reduce
+    count_*) and the unitless derived metrics (ratios, positivities, overlaps) none; a
+    difference the unit of its two sides when they share it; else the unit of the table
+    column it reads (:func:`quantity_unit`)."""
+    if "unit" in spec:
+        return spec["unit"] or None
+    if spec.get("reduce") in COUNTS:
+        return None
+    derived = spec.get("derived")
+    if derived in UNITLESS:
+        return None
+    if derived == "difference":
+        a, b = metric_unit(spec["a"]), metric_unit(spec["b"])
+        return a if a == b else None
+    if derived == "over_selected_heads":
+        return metric_unit(spec["measure"])
+    if derived == "score_of_composition_head":
+        return quantity_unit("head_scores", spec["column"])
+    if "table" in spec and "column" in spec:
+        return quantity_unit(spec["table"], spec["column"], spec.get("where"))
+    return None
+
+
+def claim_unit(claim: dict) -> str | None:
+    """The unit of a claim's quantity: the claim's ``unit`` (a key of :data:`UNITS`, or ""
+    for none) when it declares one, else the unit of its metric (:func:`metric_unit`)."""
+    if "unit" in claim:
+        return claim["unit"] or None
+    return metric_unit(claim["metric"])
+
 
 def format_value(value: float, compare: str | None = None, threshold: float | None = None) -> str:
-    """``value`` with 3 significant digits, or more where fewer would print a number that
-    reads the other way against ``threshold`` (0.2996 is not "0.3" under "≥ 0.3")."""
+    """``value`` to 3 significant digits (:func:`inductionlab.report.tables.decimals`, as
+    every table shows it), or more where fewer would print a number that reads the other
+    way against ``threshold`` (0.2996 is not "0.300" under "≥ 0.3"); a whole number (a
+    count) whole; minus signs true."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if math.isinf(value):
         return "∞" if value > 0 else "−∞"
     if float(value).is_integer() and abs(value) < 1e6:
-        return str(int(value))  # a count, or an exact value
-    for digits in range(3, 8):
-        text = f"{value:#.{digits}g}".rstrip(".")  # −0.9998 is "−1.00", never "−1"
-        if "e" in text:
-            text = f"{value:.{digits}g}"
+        return _minus(str(int(value)))  # a count, or an exact value
+    places = decimals(value)
+    for extra in range(0, 5):
+        text = fmt_at(value, places + extra)
         if compare is None or threshold is None:
-            return _minus(text)
-        shown = float(text)
+            return text
+        shown = float(_plain(text))
         same_side = COMPARISONS[compare](shown, threshold) == COMPARISONS[compare](value, threshold)
         if same_side and (shown != threshold or value == threshold):
-            return _minus(text)
+            return text
     return _minus(repr(value))
+
+
+def _plain(text: str) -> str:
+    """A printed number back in Python's spelling (hyphen-minus)."""
+    return text.replace("−", "-")
+
+
+def bound_text(value: float, bound: float) -> str:
+    """An interval bound of ``value`` at the value's decimals, or at its own 3 significant
+    digits where those are fewer (:func:`inductionlab.report.tables.companion_places`);
+    the bound of a whole value (a count, printed whole) as :func:`format_value` prints it:
+    "2 [1.24, 3]", "1 [0.999, 1]"."""
+    if bound is None or math.isnan(bound) or math.isinf(bound) or float(value).is_integer():
+        return format_value(bound)
+    return fmt_at(bound, companion_places(float(value), float(bound)))
 
 
 def _minus(text: str) -> str:
@@ -523,7 +621,8 @@ def interval_text(estimate: Estimate, compare: str | None = None,
     text = format_value(estimate.value, compare, threshold)
     if estimate.exact or math.isnan(estimate.value):
         return text
-    return f"{text} [{format_value(estimate.low)}, {format_value(estimate.high)}]"
+    return (f"{text} [{bound_text(estimate.value, estimate.low)}, "
+            f"{bound_text(estimate.value, estimate.high)}]")
 
 
 def combine(statuses: list[str]) -> str:
@@ -599,8 +698,8 @@ def _chance_text(values) -> str:
     values = [v for v in values if not pd.isna(v)]
     if not values:
         return ""
-    lo, hi = min(values), max(values)
-    return _minus(f"{lo:.3g}" if f"{lo:.3g}" == f"{hi:.3g}" else f"{lo:.3g}–{hi:.3g}")
+    lo, hi = format_value(min(values)), format_value(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _seed_text(r) -> str:
@@ -627,14 +726,18 @@ def verdict_text(statuses: list[str]) -> str:
 
 
 def summary_line(mean: float, low: float, high: float, threshold: float | None, compare: str,
-                 chance: float | None, data_rate: float | None = None, exact: bool = False) -> str:
-    """The claim's quantity over seeds: mean with its 95 % interval over seeds, × chance or
-    × the data's own rate, and its distance to the threshold."""
+                 chance: float | None, data_rate: float | None = None, exact: bool = False,
+                 unit: str | None = None) -> str:
+    """The claim's quantity over seeds: mean with its 95 % interval over seeds and its
+    ``unit`` (:data:`UNITS`), × chance or × the data's own rate, and its distance to the
+    threshold."""
     if math.isnan(mean):
         return ""
     text = f"mean {format_value(mean)}"
     if not math.isnan(low):
-        text += f" [{format_value(low)}, {format_value(high)}] over seeds"
+        text += f" [{bound_text(mean, low)}, {bound_text(mean, high)}] over seeds"
+    if unit:
+        text += f", {UNITS[unit]}"
     if exact:
         text += " (exact in each seed: from the weights)"
     if chance is not None and not math.isnan(chance) and chance > 0:
@@ -695,10 +798,12 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             "claim": claim["id"], "variant": claim["variant"],
             "role": claim.get("role", claim["variant"]), "group": claim.get("group", ""),
             "source": claim.get("source", "write-up"), "quote": claim.get("quote", ""),
-            "statement": claim.get("statement", ""),
-            "measure": claim.get("measure", ""), "test": test_text(claim, rules),
+            "statement": minus_signs(claim.get("statement", "")),
+            "measure": minus_signs(claim.get("measure", "")), "test": test_text(claim, rules),
             "chance": _chance_text(mine["chance"]),
-            "write_up": claim.get("write_up", ""), "reference": claim.get("reference", ""),
+            # the write-up's printed numbers, with true minus signs (a quote stays verbatim)
+            "write_up": minus_signs(claim.get("write_up", "")),
+            "reference": minus_signs(claim.get("reference", "")),
             "marks": "".join(MARKS[s] for s in statuses),
             "holds": k, "fails": statuses.count(FAILS), "too_close": statuses.count(TOO_CLOSE),
             "measured": len(measured), "seeds": n, "verdict": verdict_text(statuses),
@@ -706,10 +811,11 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             "mean": mean, "mean_low": mean_low, "mean_high": mean_high,
             "summary": summary_line(mean, mean_low, mean_high, threshold, claim["compare"],
                                     float(chances.mean()) if len(chances) else None,
-                                    float(rates.mean()) if len(rates) else None, exact_values),
-            "reason": reasons[0] if reasons else "",
+                                    float(rates.mean()) if len(rates) else None, exact_values,
+                                    claim_unit(claim)),
+            "reason": minus_signs(reasons[0]) if reasons else "",
             "beside": " | ".join(b for b in mine["beside"] if b),
-            "notes": "; ".join(notes),
+            "notes": minus_signs("; ".join(notes)),
         })
     return pd.DataFrame(rows)
 

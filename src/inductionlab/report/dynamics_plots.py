@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, difference_limits, loss_limits,
-                    plt, save, step_limits, wrap)
+                    number, plt, save, step_limits, wrap)
 
 PHASE_STYLE = {"loss_pred": ("loss fit midpoint", "tab:red", "--"),
                "induction_content": ("induction fit midpoint", "tab:purple", ":")}
@@ -266,10 +266,10 @@ def _fit_text(rows: pd.DataFrame, metric: str) -> str:
     from ..analysis.phase_change import FLAT
 
     if r["shape"] == FLAT:  # no change: its midpoint and span mean nothing
-        text = f"{r['shape']} (R² {float(r['r2']):.2f})"
+        text = f"{r['shape']} (R² {number(float(r['r2']))})"  # R² < 0: a fit worse than flat
     else:
         text = (f"{r['shape']}, midpoint {float(r['midpoint']):.0f}, span {float(r['span']):.2g}, "
-                f"R² {float(r['r2']):.2f}")
+                f"R² {number(float(r['r2']))}")
     if float(r.get("formed", 1.0)) == 0.0:
         text += "; no induction head formed"
     return text

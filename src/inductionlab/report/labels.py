@@ -2,6 +2,14 @@
 
 Tables keep their snake_case names (they are files other tools read); the report shows
 :func:`label` of each. A name without an entry is shown with its underscores as spaces.
+
+House style, decided here once for the tables, figures and text:
+
+- a head role has one display form, :func:`role_label` (``anti_copying`` -> "anti-copying",
+  ``positional_induction`` -> "positional induction"); a figure panel too narrow for it
+  uses :data:`ROLE_ABBREVIATIONS`, each an abbreviation of that form;
+- a negative number is printed with the true minus sign U+2212 (:func:`minus_signs`), in
+  tables, summaries and figures alike (matplotlib's ``axes.unicode_minus`` for its ticks).
 """
 from __future__ import annotations
 
@@ -112,10 +120,66 @@ KIND_WORDS = {
 }
 
 
+MINUS = "\u2212"
+# a hyphen-minus that is a sign: before a digit (or ".5"), not inside a word or a range
+# (A-1, 3-5 keep theirs), or in the exponent of a number (1e-5)
+_SIGN = re.compile(r"(?<![\w.\-\u2212])-(?=\.?\d)|(?<=\d[eE])-(?=\d)")
+
+
+def minus_signs(text) -> str:
+    """``text`` with every minus sign of a printed number a true minus (U+2212):
+    "-0.9996" -> "−0.9996", "ln ratio < -0.5" -> "ln ratio < −0.5", "2.7e-16" -> "2.7e−16";
+    hyphens in words and ranges ("anti-copying", "A-1", "3-5") stay."""
+    return _SIGN.sub(MINUS, str(text))
+
+
+# head roles (inductionlab.analysis.roles) -> their one display form
+ROLE_LABELS = {
+    "previous_token": "previous token",
+    "induction": "induction",
+    "prefix_matching": "prefix matching",
+    "positional_induction": "positional induction",
+    "positional_prefix_matching": "positional prefix matching",
+    "local": "local",
+    "copying": "copying",
+    "anti_copying": "anti-copying",
+    "none": "no role",
+}
+# the same, abbreviated, where a figure panel has no room for it (explained beside it)
+ROLE_ABBREVIATIONS = {
+    "previous_token": "prev", "induction": "ind", "prefix_matching": "prefix",
+    "positional_induction": "pos-ind", "positional_prefix_matching": "pos-prefix",
+    "local": "local", "copying": "copy", "anti_copying": "anti-copy", "none": "no role",
+}
+
+
+def role_label(role) -> str:
+    """A head role's one display form: ``anti_copying`` -> "anti-copying",
+    ``positional_induction`` -> "positional induction"; an unknown role with its
+    underscores as spaces."""
+    role = str(role)
+    if role in ROLE_LABELS:
+        return ROLE_LABELS[role]
+    if role.startswith("positional_"):
+        return "positional " + role_label(role[len("positional_"):])
+    return role.replace("_", " ")
+
+
+def roles_label(cell, joiner: str = " + ") -> str:
+    """A ``roles`` cell (roles joined with "+"; empty, NaN or "none": no role) in words:
+    "induction+prefix_matching+copying" -> "induction + prefix matching + copying"."""
+    if cell is None or (isinstance(cell, float) and cell != cell):
+        return ROLE_LABELS["none"]
+    parts = [r for r in str(cell).split("+") if r.strip()]
+    return joiner.join(role_label(r.strip()) for r in parts) if parts else ROLE_LABELS["none"]
+
+
 def value_label(column: str, value) -> str:
-    """How a name in a table cell reads: metrics and ablations in words."""
+    """How a name in a table cell reads: metrics, ablations and head roles in words."""
     if column == "metric":
         return label(value)
+    if column == "roles":  # a head's roles (a "role" column names a write-up model)
+        return roles_label(value)
     if column == "kind":
         return KIND_WORDS.get(str(value), str(value).replace("_", " "))
     if column == "ablation":
@@ -132,6 +196,9 @@ _LAYER_SCORE = re.compile(r"^(\w+?)_(mean|max|chance)_L(\d+)$")
 _CHANCE = re.compile(r"^(\w+)_chance$")
 _SCORE_PART = re.compile(r"^(\w+?)_(control|content|low|high|content_low|content_high)$")
 _PERIOD = re.compile(r"^period(\d+)_acc$")
+_BEST = re.compile(r"^(\w+)_max$")
+_POS_ARGMAX = re.compile(r"^pos_argmax_offset(\d+)_share$")
+_POS_MARGIN = re.compile(r"^pos_offset(\d+)_margin$")
 _PARTS = {"control": "on random sequences (control)", "content": "content part (− control)",
           "low": "95 % low", "high": "95 % high", "content_low": "content part, 95 % low",
           "content_high": "content part, 95 % high"}
@@ -162,4 +229,13 @@ def label(name) -> str:
     m = _PERIOD.match(name)
     if m:
         return f"period test: accuracy on blocks of {m.group(1)} distinct letters"
+    m = _BEST.match(name)
+    if m and m.group(1) in LABELS:
+        return f"{LABELS[m.group(1)]}: best head"
+    m = _POS_ARGMAX.match(name)
+    if m:
+        return f"position term: share of rows peaking {m.group(1)} back"
+    m = _POS_MARGIN.match(name)
+    if m:
+        return f"position term: margin {m.group(1)} back"
     return name.replace("_", " ")

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.seeding import first_seed
+from .labels import role_label
 from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, plt, wrap
 
 OFFSET_CMAP = "RdBu_r"
@@ -27,10 +28,10 @@ VALUE_LABEL = "self-logit effect (logits)"
 OFFSET_LABEL = "offset k (query − source)"
 MAX_PATH_ROWS = 24  # path rows of a heatmap; more (deep models): the largest max |value|
 DIRECT = "direct"
-# roles of a head, most telling first -> the short word of a row label
-ROLE_WORDS = (("induction", "induction"), ("positional_induction", "pos. induction"),
-              ("prefix_matching", "prefix-match"), ("previous_token", "prev. token"),
-              ("local", "local"), ("anti_copying", "anti-copying"), ("copying", "copying"))
+# roles of a head, most telling first: a row label names the first the head has, in its
+# one display form (labels.role_label)
+ROLE_ORDER = ("induction", "positional_induction", "prefix_matching", "positional_prefix_matching",
+              "previous_token", "local", "anti_copying", "copying")
 # inches: per heatmap row; around the heatmaps (titles, x ticks and label); the group
 # panels with their legends; the figure title
 ROW_IN = 0.16
@@ -49,14 +50,14 @@ def _roles(role) -> list[str]:
 
 
 def role_word(role) -> str:
-    """The most telling role of a ``role`` cell in a word or two (:data:`ROLE_WORDS`):
-    an attention role (induction, …) before the OV role (copying, anti-copying); "" when
-    the head has none."""
+    """The most telling role of a ``role`` cell (:data:`ROLE_ORDER`) in its display form
+    (:func:`~inductionlab.report.labels.role_label`): an attention role (induction, …)
+    before the OV role (copying, anti-copying); "" when the head has none."""
     roles = _roles(role)
-    for name, word in ROLE_WORDS:
+    for name in ROLE_ORDER:
         if name in roles:
-            return word
-    return roles[0].replace("_", " ") if roles else ""
+            return role_label(name)
+    return role_label(roles[0]) if roles else ""
 
 
 def copy_rank(role) -> int:

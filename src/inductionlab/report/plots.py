@@ -4,10 +4,14 @@ Every figure is drawn for print: the report shows each PNG at its physical size 
 width / the dpi stored in the PNG), on an A4 text column about 7.1 in wide. So a figure
 is at most :data:`MAX_WIDTH_IN` wide and :data:`MAX_HEIGHT_IN` tall (after the tight
 bounding box), every text in it is at least :data:`MIN_FONT_PT`, and every panel has a
-title; :func:`legibility_problems` checks a figure against these rules.
+title; :func:`legibility_problems` checks a figure against these rules. A negative number
+reads with the true minus sign U+2212 in every text of a figure (titles, labels, ticks,
+legends, annotations): matplotlib's ``axes.unicode_minus`` in :data:`STYLE` for the
+ticks it formats, :func:`number` and :func:`tick_format` for the rest.
 """
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -18,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..atomic import atomic_path  # noqa: E402
-from .labels import ABLATION_WORDS, ablation_words  # noqa: E402,F401
+from .labels import ABLATION_WORDS, ablation_words, minus_signs  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
 MAX_HEIGHT_IN = 9.0
@@ -38,6 +42,7 @@ STYLE = {
     "legend.title_fontsize": 7.5,
     "figure.titlesize": 9.5,
     "lines.markersize": 4,
+    "axes.unicode_minus": True,  # tick labels: −0.5, never -0.5
 }
 SMALL_PT = MIN_FONT_PT  # annotations, legends: the smallest text any figure uses
 ATTENTION_CMAP = "viridis"
@@ -49,6 +54,19 @@ def save(fig, path) -> None:
     with atomic_path(path, suffix=".png") as tmp, plt.rc_context(STYLE):
         fig.savefig(tmp, format="png")
     plt.close(fig)
+
+
+def number(value: float, spec: str = ".2f") -> str:
+    """``value`` formatted by ``spec`` with a true minus sign: number(-0.25) -> "−0.25"."""
+    return minus_signs(format(value, spec))
+
+
+def tick_format(spec: str = ".2f"):
+    """A tick formatter (e.g. a colour bar's) printing ``spec`` with a true minus sign;
+    matplotlib's "%.2f" string formats print a hyphen."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _pos: number(value, spec))
 
 
 def wrap(text: str, width_in: float, fontsize: float = STYLE["axes.titlesize"]) -> str:
@@ -86,6 +104,9 @@ def _drawn_tick_labels(axis) -> list:
             if t.get_visible() and t.get_text().strip()]
 
 
+_MATHTEXT = re.compile(r"(?<!\\)\$.*?(?<!\\)\$")
+
+
 def _is_colorbar(ax) -> bool:
     return getattr(ax, "_colorbar", None) is not None
 
@@ -96,10 +117,11 @@ def legibility_problems(fig, min_pt: float = MIN_FONT_PT, max_width: float = MAX
 
     Checks: the figure (``figsize`` and the tight bounding box it is saved with) is at
     most ``max_width`` x ``max_height`` inches; every visible, non-empty text is at least
-    ``min_pt`` points; every Axes that shows data has a title (colour bars: a label);
-    with ``axis_labels``, every axis that shows tick labels has a label; no title, axis
-    label or tick label overlaps another of them or another Axes (a title running into
-    a colour bar, say).
+    ``min_pt`` points and prints a negative number with a true minus sign (U+2212; a
+    hyphen-minus before a digit outside mathtext is a problem); every Axes that shows data
+    has a title (colour bars: a label); with ``axis_labels``, every axis that shows tick
+    labels has a label; no title, axis label or tick label overlaps another of them or
+    another Axes (a title running into a colour bar, say).
     """
     from matplotlib.text import Text
     from matplotlib.transforms import Bbox
@@ -121,6 +143,9 @@ def legibility_problems(fig, min_pt: float = MIN_FONT_PT, max_width: float = MAX
             continue
         if t.get_fontsize() < min_pt - 1e-6:
             problems.append(f"{t.get_fontsize():.1f} pt text {t.get_text()[:40]!r}")
+        plain = _MATHTEXT.sub("", t.get_text())  # mathtext draws its "-" as a minus sign
+        if minus_signs(plain) != plain:
+            problems.append(f"hyphen for a minus sign in text {t.get_text()[:40]!r}")
     # titles, labels and tick labels: each with the Axes it belongs to (None: the figure)
     framed = []
     for ax in fig.axes:
@@ -357,7 +382,7 @@ def composition_figure(comp, title: str, seed: int):
                 cell = panel / max(grid.shape + (1,))
                 if cell >= 0.3:
                     for (i, j), v in np.ndenumerate(grid.values):
-                        label = "0.00" if round(v, 2) == 0 else f"{v:+.2f}".replace("-", "−")
+                        label = "0.00" if round(v, 2) == 0 else number(v, "+.2f")
                         ax.text(j, i, label, ha="center", va="center",
                                 fontsize=SMALL_PT, color=text_colour(im.cmap(norm(v))))
                 ax.set_xticks(range(grid.shape[1]), [f"L{l2}H{h}" for h in grid.columns])
@@ -368,7 +393,7 @@ def composition_figure(comp, title: str, seed: int):
                 else:
                     ax.tick_params(labelleft=False)
                 ax.set_title(f"{kind}-comp.: {short_label}")
-            fig.colorbar(im, ax=axes[r, :], shrink=0.9, format="%.2f",
+            fig.colorbar(im, ax=axes[r, :], shrink=0.9, format=tick_format(".2f"),
                          label=wrap(long_label, 1.8, STYLE["axes.labelsize"]))
         fig.suptitle(wrap(f"{title}: composition between layers (seed {seed}); cells: earlier "
                           "head (row) writes, later head (column) reads",

@@ -1,14 +1,15 @@
 """Turning the result tables into the report's HTML tables.
 
 The report's one rule for digits (here and in :mod:`.claims`): a number is shown to
-:data:`SIGNIFICANT` (3) significant digits (:func:`decimals`), trailing zeros kept
-("0.500"; the digits of the value as it is: −0.9996 is "−1.000"), an integer as it is;
-the numbers that go with a value (its interval, or the std, min and max over seeds) are
-shown at the value's decimals, never more than their own 3 significant digits need
+:data:`SIGNIFICANT` (3) significant digits (:func:`decimals`: "0.500", "−1.00" for
+−0.9996, "2.61", "1235"), trailing zeros kept; an integer as it is. The numbers that go
+with a value (its interval; the std, min and max over seeds) are shown at the value's
+decimals, or at their own 3 significant digits where those are fewer
 (:func:`companion_places`): "−0.233 [−0.377, −0.088]", "0.0110 [0.0060, 0.0160]",
-"0.0413 [−0.0348, 0.117]". Every minus sign is the true
-minus U+2212 (:func:`inductionlab.report.labels.minus_signs`), text cells included; NaN is
-an en dash, infinity ∞. Only the display changes: the tables keep every digit.
+"0.0413 [−0.0348, 0.117]"; a spread below the last digit shown gets one significant
+digit. Every minus sign is the true minus U+2212
+(:func:`inductionlab.report.labels.minus_signs`), text cells included; NaN is an en dash,
+infinity ∞. Only the display changes: the tables keep every digit.
 """
 from __future__ import annotations
 
@@ -48,17 +49,22 @@ PLACEHOLDER_COLUMNS = {"layer", "head", "src_layer", "src_head", "position"}
 
 
 def decimals(value: float, significant: int = SIGNIFICANT) -> int:
-    """Digits after the point that show ``value`` to ``significant`` significant digits."""
+    """Digits after the point that show ``value`` to ``significant`` significant digits,
+    counted on the rounded number (−0.9996 is "−1.00", 0.0009996 is "0.00100")."""
     if value == 0 or not math.isfinite(value):
         return 0
-    return max(0, significant - 1 - math.floor(math.log10(abs(value))))
+    exponent = math.floor(math.log10(abs(value)))
+    if round(abs(value), significant - 1 - exponent) >= 10.0 ** (exponent + 1):
+        exponent += 1  # rounding carries into the next digit
+    return max(0, significant - 1 - exponent)
 
 
 def companion_places(value: float, other: float) -> int:
     """Decimals for ``other``, a number shown with ``value`` (an interval bound; the std,
     min or max over seeds): the value's :func:`decimals` (``other``'s own when the value is
-    0), but never more than ``other`` needs for its own significant digits, so a bound far
-    from a value near 0 is not padded ("0.0413 [−0.0348, 0.117]")."""
+    0), but never more than ``other``'s own significant digits need, so a bound is never
+    shown more precisely than the value, nor padded where the value is near 0:
+    "0.0110 [0.0060, 0.0160]", "0.00012 [−0.500, 0.500]"."""
     if value == 0 or not math.isfinite(value):
         return decimals(other)
     if other == 0 or not math.isfinite(other):

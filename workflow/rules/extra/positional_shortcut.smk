@@ -98,6 +98,13 @@ report_section(
          "where": {"offset": PS_OFFSET},
          "pivot": {"index": ["variant", "seed"], "columns": ["layer", "head"],
                    "values": "attention", "label": "L{}H{}"}},
+        # the induction score against its positional control, per model: a content part
+        # about 0 is attention earned by position
+        {"path": aggregated_table("head_scores"), "caption": PS_WORDS["heads_table"],
+         "where": {"variant": PS_MODELS},
+         "rank": {"within": ["variant", "seed", "layer"], "by": "induction",
+                  "values": ["induction", "induction_control", "induction_content",
+                             "first_block", "first_block_control"]}},
         {"path": PS_TABLES["positional_shortcut_completions"],
          "caption": PS_WORDS["completions_table"], "where": {"seed": FIRST_SEED},
          "columns": ["variant", "prompt", "completion", "expected", "accuracy"]},
