@@ -63,3 +63,11 @@ def test_period_figure_of_page_1():
     assert figure_uri(fig).startswith("data:image/png;base64,")
     assert period_figure(behaviour[behaviour["metric"] == "loss_all"], ["copy"], 6) is None
     assert _wrap_name("one_layer_smeared_standard") == "one_layer_\nsmeared_\nstandard"
+
+
+def test_outcome_verb_agrees_with_its_count():
+    from inductionlab.report.front_page import outcome_verb
+
+    assert outcome_verb(ROBUST, 24) == "replicate in every seed"
+    assert outcome_verb(ROBUST, 1) == "replicates in every seed"
+    assert outcome_verb(TOO_CLOSE_ANY, 3) == "are too close to call"

@@ -394,7 +394,7 @@ def test_positional_table_study_section_and_family_table_in_the_report(tiny_run,
     sections = [s for s in manifest["sections"] if s["name"] == "positional_table"]
     assert len(sections) == 1 and sections[0]["scope"] == "study"
     assert squash(sections[0]["title"]) in pdf and 'id="study-positional_table"' in html
-    assert "Claims on other model families" in html and squash("Claims on other model families") in pdf
+    assert "The same claims on other model families" in html and squash("The same claims on other model families") in pdf
     assert "100.0% of the variance of the original table" in html
 
 

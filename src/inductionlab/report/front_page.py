@@ -26,10 +26,17 @@ VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
 _PERIOD = re.compile(r"^period(\d+)_acc$")
 
 
+def outcome_verb(outcome_name: str, count: int) -> str:
+    """The outcome as a verb phrase agreeing with ``count``: 1 "replicates in every seed",
+    24 "replicate in every seed"."""
+    singular, plural = VERBS[outcome_name]
+    return singular if count == 1 else plural
+
+
 def tally_words(counts: dict[str, int]) -> str:
     """{"replicates in every seed": 24, "depends on the seed": 1} -> "24 replicate in every
     seed and 1 depends on the seed" (zero counts left out)."""
-    parts = [f"{n} {VERBS[o][0] if n == 1 else VERBS[o][1]}" for o, n in counts.items() if n]
+    parts = [f"{n} {outcome_verb(o, n)}" for o, n in counts.items() if n]
     if not parts:
         return "no claims"
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]

@@ -137,6 +137,7 @@ def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
 
 def build_html(manifest: dict) -> str:
     from .claims import OUTCOME_WORDS
+    from .front_page import outcome_verb, tally_words
     from .story import highlight_paths, highlight_text, story, tally, worst_failure_modes
 
     env = _environment()
@@ -192,6 +193,7 @@ def build_html(manifest: dict) -> str:
         story=story(scorecard, manifest["variants"], groups) if scorecard is not None else [],
         tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
         outcome_words=OUTCOME_WORDS, readings=readings, algorithms=algorithms, front=front,
+        outcome_verb=outcome_verb, tally_words=tally_words,
         key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
