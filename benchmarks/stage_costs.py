@@ -20,28 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-
-def job_table(run_dir: Path) -> pd.DataFrame:
-    """One row per benchmark file: rule, model ('-' for a study-wide job), s, cpu."""
-    root = run_dir / "results" / "benchmarks"
-    rows = []
-    for path in sorted(root.rglob("*.tsv")):
-        parts = path.relative_to(root).with_suffix("").parts
-        # per model: rule/model/seedN (seedsA-B when stacked; an experiment's rule may nest
-        # one level deeper, experiment/rule/model/seedN) and figure/model/name; run-wide:
-        # rule.tsv, or rule/name.tsv for a rule with a name wildcard (aggregate/train_log)
-        if parts[-1].startswith("seed"):
-            rule, model = "/".join(parts[:-2]), parts[-2]
-        elif parts[0] == "figure":
-            rule, model = "figure", parts[1]
-        else:
-            rule, model = parts[0], "-"
-        frame = pd.read_csv(path, sep="\t")
-        rows.append({"rule": rule, "model": model, "s": float(frame["s"].iloc[-1]),
-                     "cpu": float(frame["cpu_time"].iloc[-1])})
-    if not rows:
-        raise SystemExit(f"{root}: no benchmark files (has the workflow run here?)")
-    return pd.DataFrame(rows)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runtime_table import job_table  # noqa: E402  one reader of the benchmark files
 
 
 def main(argv: list[str]) -> None:
