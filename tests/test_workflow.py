@@ -467,7 +467,7 @@ def test_stage_costs_reads_every_job_of_a_run(tiny_run, capsys):
     jobs = job_table(tiny_run)
     assert {"train", "extract_weights", "circuits", "behaviour", "ablations", "dynamics",
             "aggregate", "figure", "claims", "report", "model_spec",
-            "positional_shortcut/analysis", "positional_shortcut_figures"} <= set(jobs["rule"])
+            "positional_shortcut_analysis", "positional_shortcut_figures"} <= set(jobs["rule"])
     trained = jobs[jobs["rule"] == "train"]
     assert set(trained["model"]) >= set(VARIANTS) and (trained["s"] > 0).all()
     assert set(jobs.loc[jobs["rule"] == "report", "model"]) == {"-"}
