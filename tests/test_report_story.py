@@ -56,7 +56,7 @@ def test_highlight_numbers_come_from_the_summary_table(tmp_path):
                   "mean": [0.7761, 2.6], "std": [0.01, float("nan")], "min": [0.77, 2.6],
                   "max": [0.79, 2.6]}).to_csv(path, index=False)
     text = S.highlight_text({"path": str(path), "text": "a {a:loss_all}, b {b:loss_all}, c {c:loss_all}"})
-    assert text == "a 0.776 [0.770–0.790], b 2.60, c –"
+    assert text == "a 0.776 [0.770, 0.790], b 2.60, c –"
 
 
 def test_highlight_reads_each_number_from_the_first_table_that_has_it(tmp_path):

@@ -135,7 +135,7 @@ REPORT_HIGHLIGHTS = []
 
 def report_highlight(path, text):
     """Register a finding for the summary's "beyond the write-up" list: ``text`` with each
-    ``{variant:metric}`` replaced by that metric's mean [min–max] in the summary table
+    ``{variant:metric}`` replaced by that metric's mean [min, max] in the summary table
     ``path``, or in the first of a list of them that has it (numbers from the tables, never
     typed in)."""
     paths = [path] if isinstance(path, str) else list(path)

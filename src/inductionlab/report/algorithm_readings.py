@@ -12,7 +12,7 @@ Per model, over its seeds (task sample, the whole model's profile, ``all``):
   path, the copying and the anti-copying heads in a 1-layer model;
 - the profile as a program and the write-up's algorithm as a program: the share of the
   model's KL from uniform each removes, and how often its argmax agrees with the model's,
-  mean over seeds [min–max].
+  mean over seeds [min, max].
 """
 from __future__ import annotations
 
@@ -97,8 +97,7 @@ def _share(fit: pd.DataFrame, program: str, metric: str) -> str | None:
     mean = minus_signs(f"{v.mean():.0f}")
     if low == high:
         return f"{mean} %"
-    # "[90–93]"; with a negative bound "[−5, 3]" (an en dash before a minus sign misreads)
-    return f"{mean} % [{low}, {high}]" if v.min() < 0 else f"{mean} % [{low}–{high}]"
+    return f"{mean} % [{low}, {high}]"  # as every range in the report: [min, max]
 
 
 def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:

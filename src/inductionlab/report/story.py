@@ -69,7 +69,8 @@ def story(card: pd.DataFrame, variants: list[str], groups: dict[str, str] | None
 
 
 def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict | None = None) -> str:
-    """'mean [min–max]' of one metric of a summary table (three significant digits)."""
+    """'mean [min, max]' of one metric of a summary table (three significant digits; a
+    comma, not a dash, between the bounds, which may be negative)."""
     rows = select(summary, {"metric": metric, **(where or {})}, variant)
     if rows.empty or pd.isna(rows.iloc[0]["mean"]):
         return "–"
@@ -78,7 +79,7 @@ def summary_value(summary: pd.DataFrame, variant: str, metric: str, where: dict 
     mean, lo, hi = (fmt_at(float(r[c]), places) for c in ("mean", "min", "max"))
     if r["n"] <= 1 or pd.isna(r["std"]) or lo == hi:
         return mean
-    return f"{mean} [{lo}–{hi}]"
+    return f"{mean} [{lo}, {hi}]"
 
 
 def highlight_paths(spec: dict) -> list[str]:
@@ -88,7 +89,7 @@ def highlight_paths(spec: dict) -> list[str]:
 
 def highlight_text(spec: dict) -> str:
     """A registered finding "beyond the write-up": ``text`` with every ``{variant:metric}``
-    replaced by that metric's mean [min–max] in the first of its summary tables (``path``,
+    replaced by that metric's mean [min, max] in the first of its summary tables (``path``,
     or ``paths`` in order) that has it: a quantity the headline table shows is read from
     the headline's table, so one number has one value."""
     summaries = [pd.read_csv(p) for p in highlight_paths(spec)]
