@@ -3,7 +3,7 @@ import pandas as pd
 
 from inductionlab.report.claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT,
                                         TOO_CLOSE_ANY)
-from inductionlab.report.front_page import by_model, mechanism, table_dependent, tally_words
+from inductionlab.report.front_page import by_model, changed_claims, copy_offsets, mechanism, tally_words
 
 
 def test_tally_agrees_in_number():
@@ -42,10 +42,9 @@ def test_verdicts_that_change_with_the_table():
         "mine": ["replicates in every seed (holds in 5 of 5 seeds; 1 to 2)", "does not replicate"],
         "other": ["does not replicate (holds in 0 of 5 seeds)", "does not replicate"],
         "differs": [True, False]})
-    assert table_dependent(comparison, "mine", "other") == [
-        {"claim": "one_layer.a", "role": "one_layer", "write_up": "replicates in every seed",
-         "other": "does not replicate"}]
-    assert table_dependent(None, "mine", "other") == []
+    assert changed_claims(comparison) == ["one_layer.a"]
+    assert changed_claims(None) == [] and changed_claims(comparison.drop(columns="differs")) == []
+    assert copy_offsets(6, 4) == [5, 11, 17] and copy_offsets(4, 2) == [3]
     assert by_model(["smeared.a", "smeared.b", "two_layer.c"]) == [
         {"model": "smeared", "names": ["a", "b"]}, {"model": "two_layer", "names": ["c"]}]
 

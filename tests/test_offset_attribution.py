@@ -173,3 +173,6 @@ def test_algorithms_match_by_architecture():
     assert list(matching_algorithms(algorithms, {"n_layers": 1, "smear_layers": [0]})) == ["a2"]
     assert list(matching_algorithms(algorithms, {"n_layers": 1, "smear_layers": []})) == ["a1"]
     assert not matching_algorithms(algorithms, {"n_layers": 3, "smear_layers": []})
+    twice = {**algorithms, "a4": {"applies_to": {"n_layers": 2, "smeared": False}}}
+    with pytest.raises(ValueError, match="a3, a4"):
+        matching_algorithms(twice, {"n_layers": 2, "smear_layers": []})

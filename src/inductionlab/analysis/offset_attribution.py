@@ -61,7 +61,7 @@ def path_names(n_layers: int, n_heads: int) -> list[tuple[str, ...]]:
     ends before its layer, and the embedding)."""
     paths: list[tuple[str, ...]] = [()]
     for l in range(n_layers):
-        reads = [p for p in paths if not p or int(p[-1][1:].split("H")[0]) < l]
+        reads = [p for p in paths if not p or last_head(p[-1])[0] < l]
         paths = paths + [p + (head_name(l, h),) for h in range(n_heads) for p in reads]
     return paths
 
@@ -78,23 +78,17 @@ def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torc
     when given)."""
     from ..core.model import NO_INTERVENTION
 
-    logits, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
+    _, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
     cfg = model.cfg
-    B, T = tokens.shape
     embed = model.W_E[tokens]  # [B, T, D]
-    eye = torch.eye(T, dtype=embed.dtype)
+    eye = torch.eye(tokens.shape[1], dtype=embed.dtype)
+    ov = [torch.einsum("hDd,hde->hDe", model.W_V[l], model.W_O[l]) for l in range(cfg.n_layers)]
     terms: dict[tuple[str, ...], torch.Tensor] = {(): torch.einsum("im,bmD->bimD", eye, embed)}
-    for l in range(cfg.n_layers):
-        ov = torch.einsum("hDd,hde->hDe", model.W_V[l], model.W_O[l])  # [H, D, D]
-        pattern = cache.pattern[l]  # [B, H, T(query), T(key)]
-        new = {}
-        for path, term in terms.items():
-            for h in range(cfg.n_heads):
-                new[path + (head_name(l, h),)] = torch.einsum(
-                    "bij,bjmD,De->bime", pattern[:, h], term, ov[h])
-        terms.update(new)
-    order = {p: k for k, p in enumerate(path_names(cfg.n_layers, cfg.n_heads))}
-    return {component_name(p): terms[p] for p in sorted(terms, key=order.__getitem__)}
+    for path in path_names(cfg.n_layers, cfg.n_heads)[1:]:  # a path after its prefix
+        l, h = last_head(path[-1])
+        terms[path] = torch.einsum("bij,bjmD,De->bime", cache.pattern[l][:, h],
+                                   terms[path[:-1]], ov[l][h])
+    return {component_name(p): t for p, t in terms.items()}
 
 
 def centred_unembedding(model) -> torch.Tensor:
@@ -320,11 +314,17 @@ def program_scores(model_logits: torch.Tensor, logits: torch.Tensor, tokens: tor
 
 
 def matching_algorithms(algorithms: dict, model_spec: dict) -> dict[str, dict]:
-    """The algorithms whose ``applies_to`` (n_layers, smeared) matches the model's spec."""
+    """The algorithm whose ``applies_to`` (n_layers, smeared) matches the model's spec (name
+    -> algorithm; empty when none does). ValueError when several do: a model is scored
+    against one write-up program."""
     smeared = bool(model_spec.get("smear_layers"))
-    return {name: a for name, a in algorithms.items()
-            if int(a["applies_to"]["n_layers"]) == int(model_spec["n_layers"])
-            and bool(a["applies_to"]["smeared"]) == smeared}
+    found = {name: a for name, a in algorithms.items()
+             if int(a["applies_to"]["n_layers"]) == int(model_spec["n_layers"])
+             and bool(a["applies_to"]["smeared"]) == smeared}
+    if len(found) > 1:
+        raise ValueError(f"algorithms {', '.join(found)} all apply to the same architecture; "
+                         f"give each architecture one algorithm")
+    return found
 
 
 def roles_by_head(head_scores) -> dict[tuple[int, int], str]:

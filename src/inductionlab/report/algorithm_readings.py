@@ -43,7 +43,7 @@ def _ranges(offsets: list[int]) -> str:
     return f"{head} and {last}" if head else text
 
 
-def _letters(offsets: list[int]) -> str:
+def letters_phrase(offsets: list[int]) -> str:
     """[0] -> "the current letter", [5] -> "the letter 5 back", else the
     letters' offsets as :func:`_ranges`."""
     if offsets == [0]:
@@ -107,7 +107,7 @@ def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:
     for verb, sign in (("copies", 1.0), ("suppresses", -1.0)):
         if sets[verb]:
             who = carrier(profile, sets[verb], sign)
-            said.append(f"{verb} {_letters(sets[verb])}"
+            said.append(f"{verb} {letters_phrase(sets[verb])}"
                         + (f" (mostly {who})" if who else ""))
     what = " and ".join(said) if said else "neither copies nor suppresses any offset in every seed"
     parts = [f"as measured, the model {what}"]

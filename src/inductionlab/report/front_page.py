@@ -16,6 +16,7 @@ import pandas as pd
 
 from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT, TOO_CLOSE_ANY,
                      outcome)
+from .labels import minus_signs
 
 # outcome -> (singular, plural) verb phrases of the tally
 VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
@@ -54,14 +55,20 @@ def model_tallies(card: pd.DataFrame, variants: list[str]) -> dict[str, str]:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.2f}".replace("-", "\u2212")
+    return minus_signs(f"{value:.2f}")
+
+
+def copy_offsets(block_len: int, n_blocks: int) -> list[int]:
+    """How far back the copies of the letter to predict sit in a task sequence, nearest
+    first: block_len − 1, 2·block_len − 1, … (5, 11, 17 for four blocks of 6)."""
+    return [k * block_len - 1 for k in range(1, n_blocks)]
 
 
 def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
               block_len: int) -> str:
     """One sentence: how the model finds what to copy (content or position, from the best
     head's positional control and the period test) and what its logits copy and suppress."""
-    from .algorithm_readings import _letters
+    from .algorithm_readings import letters_phrase
 
     parts = []
     if reading is not None:
@@ -87,21 +94,18 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
         parts.append(how)
     if offsets:
         verbs = {"copies": "copy", "suppresses": "suppress"}  # the logits: plural
-        said = [f"{verbs.get(verb, verb)} {_letters(ks)}" for verb, ks in offsets.items() if ks]
+        said = [f"{verbs.get(verb, verb)} {letters_phrase(ks)}" for verb, ks in offsets.items() if ks]
         if said:
             parts.append("its logits " + " and ".join(said))
     return "; ".join(parts)
 
 
-def table_dependent(comparison: pd.DataFrame | None, write_up: str, other: str) -> list[dict]:
-    """The claims whose outcome differs between the write-up's models and another family:
-    claim, role, both outcomes (the outcome words only)."""
-    if comparison is None or other not in comparison or "differs" not in comparison:
+def changed_claims(comparison: pd.DataFrame | None) -> list[str]:
+    """The claims whose outcome differs between the model families of a family comparison
+    (its ``differs`` column), as ids; none without a comparison."""
+    if comparison is None or "differs" not in comparison:
         return []
-    rows = comparison[comparison["differs"].astype(str) == "True"]
-    word = lambda text: str(text).split(" (")[0]  # noqa: E731  the outcome before its detail
-    return [{"claim": r["claim"], "role": r["role"], "write_up": word(r[write_up]),
-             "other": word(r[other])} for _, r in rows.iterrows()]
+    return [str(c) for c in comparison.loc[comparison["differs"].astype(str) == "True", "claim"]]
 
 
 def by_model(claims: list[str]) -> list[dict]:

@@ -137,7 +137,7 @@ def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
 
 def build_html(manifest: dict) -> str:
     from .claims import OUTCOME_WORDS
-    from .front_page import outcome_verb, tally_words
+    from .front_page import copy_offsets, outcome_verb, tally_words
     from .story import highlight_paths, highlight_text, story, tally, worst_failure_modes
 
     env = _environment()
@@ -161,9 +161,11 @@ def build_html(manifest: dict) -> str:
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     highlights = [highlight_text(h) for h in manifest.get("highlights", [])
                   if all(Path(p).is_file() for p in highlight_paths(h))]
-    readings = content_readings(manifest)
-    algorithms = algorithm_summary(manifest)
-    front = front_page(manifest, scorecard) if scorecard is not None else None
+    inputs = summary_inputs(manifest)
+    positions = position_readings(manifest, inputs)
+    readings = content_readings(manifest, positions)
+    algorithms = algorithm_summary(manifest, inputs)
+    front = front_page(manifest, scorecard, inputs, positions) if scorecard is not None else None
     first = 2  # 1 summary, then the chapters (the scorecard is an appendix)
     chapters = []
     for c, v in enumerate(manifest["variants"]):
@@ -194,6 +196,8 @@ def build_html(manifest: dict) -> str:
         tally=tally(scorecard) if scorecard is not None else {}, groups=groups,
         outcome_words=OUTCOME_WORDS, readings=readings, algorithms=algorithms, front=front,
         outcome_verb=outcome_verb, tally_words=tally_words,
+        copy_offsets=copy_offsets(int(manifest["config"]["task"]["block_len"]),
+                                  int(manifest["config"]["task"]["n_blocks"])),
         key_figures=keys, failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
@@ -203,42 +207,56 @@ def build_html(manifest: dict) -> str:
     )
 
 
-def content_readings(manifest: dict) -> list[dict]:
-    """Per model (the write-up's variants first, then every other model in the tables), the
-    content-or-position reading in words (:mod:`.content_or_position`)."""
-    from .content_or_position import content_or_position, sentence
-
-    spec = manifest.get("content_or_position") or {}
-    paths = [spec.get("head_scores"), spec.get("behaviour")]
-    if not all(p and Path(p).is_file() for p in paths):
-        return []
-    table = content_or_position(pd.read_csv(paths[0]), pd.read_csv(paths[1]))
-    order = {v: k for k, v in enumerate(manifest["variants"])}
-    table = table.sort_values("variant", key=lambda c: c.map(lambda v: order.get(v, len(order))),
-                              kind="stable")
-    block_len = manifest["config"]["task"]["block_len"]
-    return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in table.iterrows()]
-
-
 def _csv(path) -> pd.DataFrame | None:
     return pd.read_csv(path) if path and Path(path).is_file() else None
 
 
-def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
+def summary_inputs(manifest: dict) -> dict[str, pd.DataFrame | None]:
+    """The run-wide tables the summary and page 1 read, each read once (None where the run
+    has none): head_scores, behaviour (the content-or-position reading, the period test),
+    profile and fit (the offsets stage)."""
+    positions = manifest.get("content_or_position") or {}
+    algorithms = manifest.get("algorithms") or {}
+    return {"head_scores": _csv(positions.get("head_scores")),
+            "behaviour": _csv(positions.get("behaviour")),
+            "profile": _csv(algorithms.get("profile")), "fit": _csv(algorithms.get("fit"))}
+
+
+def position_readings(manifest: dict, inputs: dict) -> pd.DataFrame | None:
+    """The content-or-position table (:mod:`.content_or_position`), the write-up's variants
+    first, then every other model in the tables; None without its tables."""
+    from .content_or_position import content_or_position
+
+    if inputs["head_scores"] is None or inputs["behaviour"] is None:
+        return None
+    table = content_or_position(inputs["head_scores"], inputs["behaviour"])
+    order = {v: k for k, v in enumerate(manifest["variants"])}
+    return table.sort_values("variant", key=lambda c: c.map(lambda v: order.get(v, len(order))),
+                             kind="stable")
+
+
+def content_readings(manifest: dict, positions: pd.DataFrame | None) -> list[dict]:
+    """Per model, the content-or-position reading in words."""
+    from .content_or_position import sentence
+
+    if positions is None:
+        return []
+    block_len = manifest["config"]["task"]["block_len"]
+    return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in positions.iterrows()]
+
+
+def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
+               positions: pd.DataFrame | None) -> dict:
     """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism, the
     verdicts that change with the positional table, the ones too close to call, caveats."""
     from .algorithm_readings import offset_sets
-    from .content_or_position import content_or_position
-    from .front_page import (by_model, figure_uri, mechanism, model_tallies, period_figure,
-                             table_dependent, too_close)
+    from .front_page import (by_model, changed_claims, copy_offsets, figure_uri, mechanism,
+                             model_tallies, period_figure, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
-    spec = manifest.get("content_or_position") or {}
-    heads, behaviour = _csv(spec.get("head_scores")), _csv(spec.get("behaviour"))
-    readings = (content_or_position(heads, behaviour).set_index("variant")
-                if heads is not None and behaviour is not None else None)
-    profile = _csv((manifest.get("algorithms") or {}).get("profile"))
+    readings = positions.set_index("variant") if positions is not None else None
+    profile, behaviour = inputs["profile"], inputs["behaviour"]
     tallies = model_tallies(scorecard, manifest["variants"])
     models = []
     for v in manifest["variants"]:
@@ -250,10 +268,10 @@ def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
         models.append({"variant": v, "n": int((scorecard["variant"] == v).sum()),
                        "tally": tallies[v], "mechanism": mechanism(reading, offsets, block_len)})
     titles = list((manifest.get("families") or {}).values())
-    comparison = _csv(manifest.get("family_comparison"))
-    dependent = table_dependent(comparison, WRITE_UP_TITLE, titles[0]) if titles else []
+    comparison = _csv(manifest.get("family_comparison")) if titles else None
+    changed = changed_claims(comparison)
     n_seeds = len(manifest["seeds"])
-    copies = ", ".join(str(k * block_len - 1) for k in range(1, int(task["n_blocks"])))
+    copies = ", ".join(map(str, copy_offsets(block_len, int(task["n_blocks"]))))
     caveats = [
         f"One seed in the write-up, {n_seeds} here: each verdict counts seeds, each seed's "
         f"value with its 95 % interval.",
@@ -269,22 +287,20 @@ def front_page(manifest: dict, scorecard: pd.DataFrame) -> dict:
                  *[m for m in behaviour["variant"].unique() if m not in manifest["variants"]]]
         fig = period_figure(behaviour, shown, block_len)
         figure = figure_uri(fig) if fig is not None else None
-    return {"figure": figure, "models": models, "dependent": dependent, "other": titles[0] if titles else "",
-            "dependent_by_model": by_model([d["claim"] for d in dependent]),
+    return {"figure": figure, "models": models, "changed": changed,
+            "changed_by_model": by_model(changed), "other": titles[0] if titles else "",
             "n_claims": len(comparison) if comparison is not None else 0,
             "too_close": close, "too_close_by_model": by_model(close), "caveats": caveats}
 
 
-def algorithm_summary(manifest: dict) -> list[dict]:
+def algorithm_summary(manifest: dict, inputs: dict) -> list[dict]:
     """Per model, the algorithm as measured and how much of it each program explains
     (:mod:`.algorithm_readings`); nothing when the run has no offsets tables."""
     from .algorithm_readings import algorithm_readings
 
-    spec = manifest.get("algorithms") or {}
-    paths = [spec.get("profile"), spec.get("fit")]
-    if not all(p and Path(p).is_file() for p in paths):
+    if inputs["profile"] is None or inputs["fit"] is None:
         return []
-    return algorithm_readings(pd.read_csv(paths[0]), pd.read_csv(paths[1]), manifest["variants"])
+    return algorithm_readings(inputs["profile"], inputs["fit"], manifest["variants"])
 
 
 def family_table(manifest: dict, numbers: Numbers) -> dict | None:
