@@ -46,16 +46,19 @@ rule attention_figures:
 
 from inductionlab.report.labels import ROLE_ABBREVIATIONS, ROLE_LABELS
 
+FAILURE_ROWS = 4  # the hardest repetition patterns of each model the body shows
+
 # the figure panels' role abbreviations, each with the display form it stands for
 BEHAVIOUR_WORDS = section_prose(
-    "behaviour.prose.yaml", **config["behaviour"]["roles"],
+    "behaviour.prose.yaml", **config["behaviour"]["roles"], failure_rows=FAILURE_ROWS,
     role_abbreviations=[(short, ROLE_LABELS[role]) for role, short in ROLE_ABBREVIATIONS.items()
                         if short != ROLE_LABELS[role]])
 
 report_section(
     name="behaviour",
     title=BEHAVIOUR_WORDS["behaviour_title"],
-    order=30,
+    chapter=BEHAVIOUR_WORDS["chapter_title"],
+    order=40,
     template="src/inductionlab/report/templates/sections/behaviour.html.j2",
     tables=[
         {"path": aggregated_table("completions"), "caption": BEHAVIOUR_WORDS["behaviour_table1"]},
@@ -90,15 +93,10 @@ report_section(
     ],
 )
 
-ONE_LAYER_VARIANTS = [v for v in VARIANTS if config["variants"][v]["n_layers"] == 1]
-# the suite prompt whose attention heatmaps the body shows: the first of two whole blocks
-BODY_PROMPT = next((k for k, p in enumerate(config["behaviour"]["prompts"])
-                    if len(p["prompt"]) == 2 * config["task"]["block_len"]), 0)
-
 report_section(
     name="attention",
     title=BEHAVIOUR_WORDS["attention_title"],
-    order=40,
+    order=30,
     text=BEHAVIOUR_WORDS["attention_text"],
     tables=[
         {"path": aggregated_table("head_scores"),
@@ -106,7 +104,7 @@ report_section(
          "columns": [f"{s}_chance" for s in ("induction", "nearest_copy", "first_block",
                                               "first_token", "previous_token", "local",
                                               "prefix_matching")],
-         "max_rows": 1},
+         "max_rows": 1, "shared": True},
         {"path": aggregated_table("head_scores"),
          "caption": BEHAVIOUR_WORDS["attention_table2"],
          "rank": {"within": ["seed", "layer"], "by": "induction",
@@ -120,8 +118,9 @@ report_section(
                      "prefix_matching", "copying", "roles"]},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{model}}/attention_seeds.png",
-         "caption": BEHAVIOUR_WORDS["attention_figure1"], "key": True},
+        {"path": models_figure("attention"), "caption": BEHAVIOUR_WORDS["attention_models_figure"]},
+        {"path": f"{RESULTS}/figures/{{model}}/attention_seeds.png", "appendix": True,
+         "caption": BEHAVIOUR_WORDS["attention_figure1"]},
         {"path": model_file("figures/attention/mean.png"), "dir": model_file("figures/attention"),
          "appendix": True,
          "caption": BEHAVIOUR_WORDS["attention_figure2"]},
@@ -131,9 +130,7 @@ report_section(
     ] + [
         {"path": model_file(f"figures/attention/prompt{k}_{p['prompt'].upper()}{suffix}.png"),
          "dir": model_file("figures/attention"),
-         # one 12-letter prompt in the body for the models with more than one layer; the
-         # other prompts and models in the appendix
-         "appendix": True if k != BODY_PROMPT else ONE_LAYER_VARIANTS,
+         "appendix": True,
          "caption": BEHAVIOUR_WORDS["attention_prompt_figure"].format(which=which,
                                                                       prompt=p["prompt"].upper())}
         for k, p in enumerate(config["behaviour"]["prompts"])
@@ -147,14 +144,15 @@ report_section(
 report_section(
     name="failure_modes",
     title=BEHAVIOUR_WORDS["failure_modes_title"],
-    order=50,
+    chapter=BEHAVIOUR_WORDS["chapter_title"],
+    order=41,
     text=BEHAVIOUR_WORDS["failure_modes_text"],
-    figures=[{"path": f"{RESULTS}/figures/{{model}}/failure_modes.png",
+    figures=[{"path": f"{RESULTS}/figures/{{model}}/failure_modes.png", "appendix": True,
               "caption": BEHAVIOUR_WORDS["failure_modes_figure1"]}],
-    tables=[{"path": aggregated_table("failure_modes", summary=True), "appendix": True,
+    tables=[{"path": aggregated_table("failure_modes", summary=True),
              "caption": BEHAVIOUR_WORDS["failure_modes_table1"],
              "where": {"metric": "teacher_forced_acc"},
              "sort": {"by": "mean", "ascending": True},
              "columns": ["pattern", "n_distinct", "adjacent_repeats", "n", "mean", "std", "min", "max"],
-             "max_rows": 12}],
+             "max_rows": FAILURE_ROWS}],
 )

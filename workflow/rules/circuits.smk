@@ -47,6 +47,7 @@ CIRCUITS_WORDS = section_prose("circuits.prose.yaml")
 report_section(
     name="circuits",
     title=CIRCUITS_WORDS["circuits_title"],
+    chapter=CIRCUITS_WORDS["chapter_title"],
     order=20,
     text=CIRCUITS_WORDS["circuits_text"],
     tables=[
@@ -82,6 +83,7 @@ report_section(
 report_section(
     name="composition",
     title=CIRCUITS_WORDS["composition_title"],
+    chapter=CIRCUITS_WORDS["chapter_title"],
     order=25,
     variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
     text=CIRCUITS_WORDS["composition_text"],

@@ -153,6 +153,12 @@ def aggregated_table(name, summary=False, models=None):
     return table_path(name, summary)
 
 
+def models_figure(name):
+    """Path of the figure ``name`` of every variant side by side (drawn by the
+    models_figure rule from MODELS_FIGURE_INPUTS in report.smk)."""
+    return f"{RESULTS}/figures/models/{name}.png"
+
+
 def table_path(name, summary=False):
     """Path of an aggregated table that is registered already."""
     return f"{RESULTS}/tables/{name}{'_summary' if summary else ''}.csv"
@@ -164,11 +170,15 @@ def aggregated_inputs(name):
 
 
 def report_section(name, title, scope="variant", order=50, text="", tables=(), figures=(),
-                   template=None, variants=None):
+                   template=None, variants=None, chapter=None):
     """Register a report section.
 
-    scope: "variant" (shown in every variant's chapter; paths may use {model} and
-    {seed}, the first seed) or "study" (once, after the chapters).
+    scope: "variant" (shown with every variant side by side in the body chapter named
+    ``chapter``, default its own title, and per variant in the appendix; paths may use
+    {model} and {seed}, the first seed) or "study" (once, after the chapters). In the body
+    a table is shown once with a row (or rows) per variant; a figure whose path is the
+    same for every variant (e.g. ``models_figure(name)``) once; a per-variant figure once
+    per variant.
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
     columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table);
     appendix: True (or a list of variants) puts it in the model's per-seed appendix
@@ -184,7 +194,7 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
         template = os.path.join(workflow.basedir, template)
     REPORT_SECTIONS.append(dict(name=name, title=title, scope=scope, order=order, text=text,
                                 tables=list(tables), figures=list(figures), template=template,
-                                variants=variants))
+                                variants=variants, chapter=chapter or title))
 
 
 def section_prose(path, **values):
@@ -217,7 +227,8 @@ def resolved_sections():
         items = {key: {"tables": [_resolve(t, key) for t in s["tables"]],
                        "figures": [_resolve(f, key) for f in s["figures"]]}
                  for key in keys}
-        sections.append({k: s[k] for k in ("name", "title", "scope", "order", "text", "template")}
+        sections.append({k: s[k] for k in ("name", "title", "scope", "order", "text", "template",
+                                           "chapter")}
                         | {"items": items})
     return sections
 

@@ -36,7 +36,7 @@ OFFSETS_WORDS = section_prose("offsets.prose.yaml")
 report_section(
     name="offsets",
     title=OFFSETS_WORDS["offsets_title"],
-    order=45,
+    order=80,
     text=OFFSETS_WORDS["offsets_text"],
     tables=[
         {"path": aggregated_table("algorithm_fit", summary=True),
@@ -45,7 +45,8 @@ report_section(
                     "metrics": ["agreement", "kl", "kl_explained", "accuracy"]}},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{model}}/offset_profile.png",
+        {"path": models_figure("offset_profile"), "caption": OFFSETS_WORDS["offsets_models_figure"]},
+        {"path": f"{RESULTS}/figures/{{model}}/offset_profile.png", "appendix": True,
          "caption": OFFSETS_WORDS["offsets_figure1"]},
     ],
 )

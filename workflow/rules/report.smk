@@ -24,12 +24,26 @@ FIGURE_INPUTS = {
     ),
 }
 
+# Inputs of each figure of the write-up's models side by side (results/figures/models/),
+# the body's figure of a chapter: as FIGURE_INPUTS, for every variant at once.
+MODELS_FIGURE_INPUTS = {
+    "training": [aggregated_table("train_log")],
+    "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
+    "offset_profile": [aggregated_table("offset_profile")],
+    # the first seed's mean patterns, the head scores that order them, the specs
+    "attention": lambda w, scores=aggregated_table("head_scores"): (
+        expand(model_file("attention.npz"), model=VARIANTS, seed=FIRST_SEED)
+        + [scores] + expand(model_file("spec.json"), model=VARIANTS, seed=FIRST_SEED)
+    ),
+}
+
 
 # Light and study-wide: run where snakemake runs, never submitted to a cluster.
 localrules:
     aggregate,
     claims,
     figure,
+    models_figure,
     model_families,
     report_manifest,
     report,
@@ -104,6 +118,26 @@ rule figure:
         "results/benchmarks/figure/{model}/{figure}.tsv"
     shell:
         "inductionlab figure --name {wildcards.figure} --model {wildcards.model} "
+        "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
+
+
+rule models_figure:
+    input:
+        settings=settings_file("behaviour"),
+        data=lambda w: (MODELS_FIGURE_INPUTS[w.figure](w) if callable(MODELS_FIGURE_INPUTS[w.figure])
+                        else MODELS_FIGURE_INPUTS[w.figure]),
+    output:
+        figure=models_figure("{figure}"),
+    wildcard_constraints:
+        figure="|".join(MODELS_FIGURE_INPUTS),
+    params:
+        models=",".join(VARIANTS),
+    log:
+        "logs/figure/models/{figure}.log",
+    benchmark:
+        "results/benchmarks/figure/models/{figure}.tsv"
+    shell:
+        "inductionlab figure --name {wildcards.figure} --model {params.models} "
         "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
 
 

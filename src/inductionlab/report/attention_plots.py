@@ -241,10 +241,13 @@ def _pack(pieces: list[tuple[str, str]], width_chars: int) -> str:
     return "\n".join(lines)
 
 
-def panel_title(seed: int, layer: int, head: int, name: str, score: float, roles: str,
+def panel_title(row: int | str, layer: int, head: int, name: str, score: float, roles: str,
                 width_chars: int = 40) -> str:
-    """"s2 L1H3 · ind 0.61" then the roles ("ind+copy"), broken to fit ``width_chars``."""
-    pieces = [(f"s{seed} L{layer}H{head}", ""), (f"{SCORE_ABBREVIATIONS[name]} {score:.2f}", " · ")]
+    """"s2 L1H3 · ind 0.61" (a seed number ``row`` reads s2; a text is the prefix as it
+    is, "" none) then the roles ("ind+copy"), broken to fit ``width_chars``."""
+    prefix = f"s{row}" if isinstance(row, int) else row
+    pieces = [(f"{prefix} L{layer}H{head}".strip(), ""),
+              (f"{SCORE_ABBREVIATIONS[name]} {score:.2f}", " · ")]
     roles = [ROLE_ABBREVIATIONS.get(r, r) for r in str(roles if isinstance(roles, str) else "none")
              .split("+")]
     first = _pack(pieces, width_chars)
@@ -270,32 +273,58 @@ def attention_seeds_figure(means_by_seed: dict[int, list[np.ndarray]], scores, t
     ``means_by_seed``: seed -> [H, T, T] per layer; ``scores``: head scores of these seeds
     (columns seed, layer, head, induction, previous_token, roles).
     """
-    seeds = sorted(means_by_seed)
-    n_layers = len(means_by_seed[seeds[0]])
-    n_heads, T = means_by_seed[seeds[0]][0].shape[:2]
-    chunks = layer_chunks(n_layers, n_heads)
-    widest = max(len(c) for c in chunks)
-    n_cols = widest * n_heads
-    # width: 0.55 in left of the panels (ticks, label), 0.85 in colour bar, gaps between layers
-    gap, left_in, bar_in, top_in = 0.12, 0.55, 0.85, 1.0
-    cell = (MAX_WIDTH_IN - left_in - bar_in - gap * (widest - 1)) / n_cols
-    width_chars = max(6, int((cell - 0.04) * 72 / (0.58 * 7)))
-    panels = []  # one list per figure row: (seed, layer, head, title) or None for a gap
-    for seed in seeds:
+    rows = []
+    for seed in sorted(means_by_seed):
         frame = scores[scores["seed"] == seed]
         if frame.empty:
             raise ValueError(f"head scores: no rows for seed {seed}")
-        ordered = {l: (heads, name) for l, heads, name in order_heads(frame, n_layers, smear_layers)}
-        for chunk in chunks:
+        rows.append({"label": f"s{seed}", "means": means_by_seed[seed], "scores": frame,
+                     "smear": smear_layers})
+    return attention_rows_figure(rows, f"{title}: mean attention of every head, one row per "
+                                       f"seed; {ORDERING_RULE}. Panel: seed, head, score, roles.")
+
+
+def attention_models_figure(rows: list[dict], seed: int):
+    """The models side by side: one row per model (``rows``: label = the model's name,
+    means = its [H, T, T] per layer, scores = its head scores of ``seed``, smear = its
+    smeared layers), heads ordered as in :func:`attention_seeds_figure`."""
+    return attention_rows_figure(
+        [{**r, "name": r["label"], "label": ""} for r in rows],
+        f"Mean attention of every head over random task sequences, seed {seed}, one row per "
+        f"model; {ORDERING_RULE}. Panel: head, score, roles.")
+
+
+def attention_rows_figure(rows: list[dict], title: str):
+    """Mean attention of every head, one figure row per entry of ``rows`` (label: the
+    panel titles' prefix; optional name: the row's name beside it; means: [H, T, T] per
+    layer; scores: its head scores; smear: its smeared layers), a row split per group of
+    layers past :data:`MAX_PANELS_PER_ROW` heads; within a row each layer's heads ordered
+    by :func:`order_heads`."""
+    n_heads, T = rows[0]["means"][0].shape[:2]
+    chunks_of = [layer_chunks(len(r["means"]), r["means"][0].shape[0]) for r in rows]
+    widest = max(len(c) for chunks in chunks_of for c in chunks)
+    n_cols = max(len(c) * r["means"][0].shape[0] for r, chunks in zip(rows, chunks_of) for c in chunks)
+    named = any(r.get("name") for r in rows)
+    # width: 0.55 in left of the panels (ticks, label; more with a row name), 0.85 in
+    # colour bar, gaps between layers
+    gap, left_in, bar_in, top_in = 0.12, 0.7 if named else 0.55, 0.85, 1.0
+    cell = (MAX_WIDTH_IN - left_in - bar_in - gap * (widest - 1)) / n_cols
+    width_chars = max(6, int((cell - 0.04) * 72 / (0.58 * 7)))
+    panels, names = [], []  # one list per figure row: (means, layer, head, title) or None for a gap
+    for r, chunks in zip(rows, chunks_of):
+        n_layers = len(r["means"])
+        ordered = {l: (heads, name) for l, heads, name in order_heads(r["scores"], n_layers, r["smear"])}
+        for c, chunk in enumerate(chunks):
             row_panels = []
             for l in chunk:
                 heads, name = ordered[l]
                 for h in heads:
-                    row = frame[(frame["layer"] == l) & (frame["head"] == h)].iloc[0]
-                    row_panels.append((seed, l, h, panel_title(seed, l, h, name, row[name],
-                                                               row.get("roles", "none"), width_chars)))
+                    row = r["scores"][(r["scores"]["layer"] == l) & (r["scores"]["head"] == h)].iloc[0]
+                    row_panels.append((r["means"], l, h, panel_title(
+                        r["label"], l, h, name, row[name], row.get("roles", "none"), width_chars)))
                 row_panels.append(None)  # the gap column between layers
             panels.append(row_panels[:-1])
+            names.append(r.get("name", "") if c == 0 else "")
     n_rows = len(panels)
     title_lines = max(p[3].count("\n") + 1 for row in panels for p in row if p)
     row_extra = title_lines * 0.115 + 0.08
@@ -313,10 +342,10 @@ def attention_seeds_figure(means_by_seed: dict[int, list[np.ndarray]], scores, t
             for col, panel in enumerate(row_panels):
                 if panel is None:
                     continue
-                seed, l, h, text = panel
+                means, l, h, text = panel
                 ax = fig.add_subplot(grid[r, col])
                 axes.append(ax)
-                im = ax.imshow(means_by_seed[seed][l][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1,
+                im = ax.imshow(means[l][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1,
                                interpolation="nearest")
                 ax.set_title(text, fontsize=7, loc="left")
                 ticks = [0, T // 2] if few_ticks else [0, T // 2, T - 1]
@@ -326,13 +355,11 @@ def attention_seeds_figure(means_by_seed: dict[int, list[np.ndarray]], scores, t
                 first, bottom = col == 0, r == n_rows - 1
                 ax.tick_params(labelleft=first, labelbottom=bottom)
                 if first:
-                    ax.set_ylabel("query pos.", fontsize=7)
+                    ax.set_ylabel(f"{names[r]}\nquery pos." if names[r] else "query pos.", fontsize=7)
                 if bottom:
                     ax.set_xlabel("key pos.", fontsize=7)
         fig.colorbar(im, ax=axes, shrink=0.5, label="mean attention weight")
-        fig.suptitle(wrap(f"{title}: mean attention of every head, one row per seed; "
-                          f"{ORDERING_RULE}. Panel: seed, head, score, roles.",
-                          width - 0.2, 9), fontsize=9)
+        fig.suptitle(wrap(title, width - 0.2, 9), fontsize=9)
     return fig
 
 
@@ -361,3 +388,33 @@ def attention_seeds_from_files(variant: str, inputs: list):
     if "variant" in scores:
         scores = scores[scores["variant"] == variant]
     return attention_seeds_figure(means, scores, variant, smear)
+
+
+def attention_models_from_files(models: list[str], inputs: list):
+    """The ``attention`` figure of several models: ``inputs`` are each model's
+    attention.npz of one seed (model and seed from the results/{model}/seed{N} folders),
+    the aggregated head_scores table, and each model's spec.json (its smeared layers)."""
+    from ..core.loading import open_npz, read_json, read_table
+
+    means, smear, scores, seed = {}, {}, None, None
+    for path in map(Path, inputs):
+        model = path.parent.parent.name
+        if path.suffix == ".npz":
+            seed = int(path.parent.name.removeprefix("seed"))
+            arrays = open_npz(path, "an attention.npz")
+            n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
+            means[model] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
+        elif path.suffix == ".csv":
+            scores = read_table(path, ["variant", "seed", "layer", "head"])
+        elif path.suffix == ".json":
+            smear[model] = tuple(read_json(path, "a spec.json").get("model", {}).get("smear_layers", []))
+        else:
+            raise ValueError(f"attention: unexpected input {path}; expected attention.npz "
+                             "files, a head_scores CSV and spec.json files")
+    missing = [m for m in models if m not in means]
+    if missing or scores is None:
+        raise ValueError(f"attention needs an attention.npz of every model (missing: "
+                         f"{', '.join(missing) or 'none'}) and a head_scores CSV")
+    rows = [{"label": m, "means": means[m], "smear": smear.get(m, ()),
+             "scores": scores[(scores["variant"] == m) & (scores["seed"] == seed)]} for m in models]
+    return attention_models_figure(rows, seed)

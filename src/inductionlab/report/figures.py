@@ -1,8 +1,10 @@
-"""The cross-seed figures of a model, by name: one registry of what each reads and draws.
+"""The cross-seed figures of a model, and the figures of several models side by side, by
+name: one registry of what each reads and draws.
 
-Each entry takes the figure's input paths (in the order the workflow's ``figure`` rule
-lists them), the model's name and the stage settings file (for the task), and returns a
-matplotlib figure.
+Each entry of :data:`FIGURES` takes the figure's input paths (in the order the workflow's
+``figure`` rule lists them), the model's name and the stage settings file (for the task),
+and returns a matplotlib figure; each of :data:`MODELS_FIGURES` the same with a list of
+models (the ``models_figure`` rule).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from ..analysis.dynamics import read_phase_change
 from ..core.data import TaskConfig, loss_floor
 from ..core.loading import open_npz, read_json, read_table
 from ..core.seeding import first_seed
-from .attention_plots import attention_seeds_from_files
+from .attention_plots import attention_models_from_files, attention_seeds_from_files
+from .models_plots import offsets_models, phase_change_models, training_models
 from .dynamics_plots import phase_change_figure
 from .offset_plots import offset_profile_figure
 from .plots import (ablated_patterns, ablation_bars, composition_figure, dynamics_bands,
@@ -49,8 +52,7 @@ def _phase_change(inputs, model, settings):
 
 FIGURES = {
     "training": lambda inputs, model, settings: training_curves(
-        _rows(inputs[0], model), model,
-        loss_floor(TaskConfig.from_dict(read_json(settings, "the stage settings")["task"]))),
+        _rows(inputs[0], model), model, _floor(settings)),
     "spectra": _spectra,
     "composition": _composition,
     "failure_modes": lambda inputs, model, settings: failure_chart(_rows(inputs[0], model), model),
@@ -64,8 +66,32 @@ FIGURES = {
 }
 
 
+
+
+def _floor(settings) -> float:
+    return loss_floor(TaskConfig.from_dict(read_json(settings, "the stage settings")["task"]))
+
+
+MODELS_FIGURES = {
+    "training": lambda inputs, models, settings: training_models(
+        read_table(inputs[0], ["variant"]), models, _floor(settings)),
+    "phase_change": lambda inputs, models, settings: phase_change_models(
+        read_table(inputs[0], ["variant"]), read_phase_change(inputs[1]), models),
+    "offset_profile": lambda inputs, models, settings: offsets_models(
+        read_table(inputs[0], ["variant"]), models),
+    "attention": lambda inputs, models, settings: attention_models_from_files(models, inputs),
+}
+
+
 def write_figure(name: str, model: str, settings_path, out, inputs: list) -> None:
-    """Figure ``name`` of ``model`` across its seeds, saved to ``out``."""
+    """Figure ``name`` of ``model`` across its seeds, or of several models side by side
+    (``model`` a comma-separated list, ``name`` in :data:`MODELS_FIGURES`), saved to ``out``."""
+    if "," in model or name in MODELS_FIGURES and name not in FIGURES:
+        if name not in MODELS_FIGURES:
+            raise ValueError(f"unknown figure of several models {name!r}; known: "
+                             f"{', '.join(MODELS_FIGURES)}")
+        save(MODELS_FIGURES[name](list(inputs), model.split(","), settings_path), out)
+        return
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
     save(FIGURES[name](list(inputs), model, settings_path), out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 LABELS = {
+    "variant": "model",
     # task metrics
     "loss_all": "loss, all targets (nats)",
     "loss_pred": "loss, predictable targets (nats)",

@@ -94,12 +94,8 @@ def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: 
     summary's key figures) is referred to by its number instead of drawn again."""
     shown = shown or {}
 
-    def in_appendix(spec) -> bool:  # appendix: True, or a list of the variants it applies to
-        where = spec.get("appendix", False)
-        return where is True or (isinstance(where, list) and variant in where)
-
-    tables = [t for t in items.get("tables", []) if in_appendix(t) == appendix]
-    figures = [f for f in items.get("figures", []) if in_appendix(f) == appendix]
+    tables = [t for t in items.get("tables", []) if _in_appendix(t, variant) == appendix]
+    figures = [f for f in items.get("figures", []) if _in_appendix(f, variant) == appendix]
     rendered = [(spec, T.render_table(spec, variant)) for spec in tables]
     return {  # a table with no rows for this model is left out, caption and number too
         "tables": [{**spec, "number": numbers.next("table"), "html": html}
@@ -121,6 +117,74 @@ def render_section(env, section: dict, key: str, numbers: Numbers | None = None,
     template = (env.from_string(Path(section["template"]).read_text()) if section.get("template")
                 and not appendix else env.get_template("sections/generic.html.j2"))
     return template.render(section=section, variant=variant, appendix=appendix, **items)
+
+
+def _in_appendix(spec: dict, variant: str) -> bool:
+    """A table or figure spec's ``appendix``: True, or a list of the variants it applies to."""
+    where = spec.get("appendix", False)
+    return where is True or (isinstance(where, list) and variant in where)
+
+
+def models_items(section: dict, models: list[str], numbers: Numbers,
+                 shown: dict | None = None) -> dict:
+    """The body tables and figures of one section for several models side by side: each
+    table once, with a row (or rows) per model; a figure drawn for every model at once (the
+    same path for each) once; a figure per model once per model, its caption naming it."""
+    shown = shown or {}
+    specs = {v: section["items"][v] for v in models if v in section["items"]}
+    tables, figures = [], []
+    first = next(iter(specs.values()), {"tables": [], "figures": []})
+    for k, spec in enumerate(first.get("tables", [])):
+        mine = [v for v in specs if not _in_appendix(specs[v]["tables"][k], v)]
+        if not mine:
+            continue
+        html = T.render_table(spec, mine)
+        if html:
+            tables.append({**spec, "number": numbers.next("table"), "html": html, "models": mine})
+    for k, spec in enumerate(first.get("figures", [])):
+        per_model = [(v, specs[v]["figures"][k]) for v in specs
+                     if not _in_appendix(specs[v]["figures"][k], v)]
+        if len({f["path"] for _, f in per_model}) == 1:  # one figure of every model
+            per_model = per_model[:1]
+            per_model = [(None, f) for _, f in per_model]
+        for v, fig in per_model:
+            if fig["path"] in shown:
+                figures.append({**fig, "number": shown[fig["path"]], "shown": True, "model": v})
+            else:
+                figures.append({**figure_item(fig, numbers.next("figure")), "model": v})
+    return {"tables": tables, "figures": figures}
+
+
+def render_models_section(env, section: dict, models: list[str], items: dict) -> str:
+    """One section's body HTML with ``models`` side by side (``items``: :func:`models_items`)."""
+    template = (env.from_string(Path(section["template"]).read_text()) if section.get("template")
+                else env.get_template("sections/generic.html.j2"))
+    return template.render(section=section, variant=None, models=models, appendix=False, **items)
+
+
+def body_chapters(env, manifest: dict, sections: list[dict], numbers: Numbers, first: int,
+                  shown: dict | None = None) -> list[dict]:
+    """The body: one chapter per analysis (a section's ``chapter``, else its own title), in
+    the order of its first section, every model of the run side by side in it."""
+    grouped: dict[str, list[dict]] = {}
+    for s in sections:
+        if s["scope"] == "variant":
+            grouped.setdefault(s.get("chapter") or s["title"], []).append(s)
+    chapters = []
+    for c, (title, members) in enumerate(grouped.items()):
+        number = first + c
+        parts = []
+        for s in members:
+            models = [v for v in manifest["variants"] if v in s["items"]]
+            items = models_items(s, models, numbers, shown)
+            if items["tables"] or items["figures"]:  # all of it in the appendix: not here
+                parts.append({"title": s["title"], "name": s["name"], "models": models,
+                              "html": render_models_section(env, s, models, items)})
+        for k, part in enumerate(parts):
+            part["number"] = f"{number}.{k + 1}" if len(parts) > 1 else ""
+        chapters.append({"title": title, "number": number, "sections": parts,
+                         "name": members[0]["name"]})
+    return chapters
 
 
 def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
@@ -167,12 +231,7 @@ def build_html(manifest: dict) -> str:
     algorithms = algorithm_summary(manifest, inputs)
     front = front_page(manifest, scorecard, inputs, positions) if scorecard is not None else None
     first = 2  # 1 summary, then the chapters (the scorecard is an appendix)
-    chapters = []
-    for c, v in enumerate(manifest["variants"]):
-        mine = [s for s in sections if s["scope"] == "variant" and v in s["items"]]
-        chapters.append({"variant": v, "number": first + c, "sections": [
-            {"title": s["title"], "name": s["name"], "number": f"{first + c}.{k + 1}",
-             "html": render_section(env, s, v, numbers, shown=shown)} for k, s in enumerate(mine)]})
+    chapters = body_chapters(env, manifest, sections, numbers, first, shown)
     study = [{"title": s["title"], "name": s["name"], "number": first + len(chapters) + k,
               "html": render_section(env, s, STUDY, numbers)}
              for k, s in enumerate(s for s in sections if s["scope"] == "study")]
@@ -188,7 +247,8 @@ def build_html(manifest: dict) -> str:
                     "html": render_section(env, s, STUDY, numbers, appendix=True)}
                    for s in sections if s["scope"] == "study"]
     study_parts = [p for p in study_parts if p["html"]]
-    letters = [chr(ord("A") + len(appendix) + k) for k in range(3)]
+    last = ["scorecard", *(["families"] if families else []), "methods", "configuration"]
+    letters = {name: chr(ord("A") + len(appendix) + k) for k, name in enumerate(last)}
     return env.get_template("report.html.j2").render(
         manifest=manifest, chapters=chapters, study=study, scorecard=scorecard,
         appendix=appendix, study_appendix=study_parts, letters=letters,
@@ -311,7 +371,10 @@ def family_table(manifest: dict, numbers: Numbers) -> dict | None:
     if not titles or not path or not Path(path).is_file():
         return None
     spec = {"path": path, "columns": ["role", "claim", WRITE_UP_TITLE, *titles]}
-    return {"number": numbers.next("table"), "titles": titles, "html": T.render_table(spec)}
+    differs = T.render_table({**spec, "where": {"differs": True}})
+    return {"number": numbers.next("table"), "titles": titles, "html": differs,
+            "n_differ": differs.count("<tr>") - 1 if differs else 0,
+            "n": len(pd.read_csv(path)), "every": T.render_table(spec)}
 
 
 def write_report(manifest_path, html_path, pdf_path, log=print) -> None:

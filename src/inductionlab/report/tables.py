@@ -33,10 +33,12 @@ def _key(value):
     return value
 
 
-def select(frame: pd.DataFrame, where: dict | None = None, variant: str | None = None) -> pd.DataFrame:
-    """Rows of ``frame`` matching ``where`` (equality; a list means any of) and ``variant``."""
+def select(frame: pd.DataFrame, where: dict | None = None,
+           variant: str | list[str] | None = None) -> pd.DataFrame:
+    """Rows of ``frame`` matching ``where`` (equality; a list means any of) and ``variant``
+    (one model, or a list of models)."""
     if variant is not None and "variant" in frame.columns:
-        frame = frame[frame["variant"] == variant]
+        frame = frame[frame["variant"].isin([variant] if isinstance(variant, str) else variant)]
     for column, wanted in (where or {}).items():
         wanted = wanted if isinstance(wanted, list) else [wanted]
         frame = frame[frame[column].isin(wanted)]
@@ -135,13 +137,16 @@ def spread_table(summary: pd.DataFrame, index: list[str], metrics: list[str] | N
 
 
 def ranked(frame: pd.DataFrame, within: list[str], by: str, value_columns: list[str],
-           name: str = "rank") -> pd.DataFrame:
+           name: str = "rank", top: int | None = None) -> pd.DataFrame:
     """Heads aligned by what they do, not by their number: within each group ``within``
     (e.g. seed, kind, layer), rows sorted by ``by`` descending and numbered 1, 2, ... in
-    column ``name``; then mean ± std [min, max] of ``value_columns`` over the groups, per
-    rank (and per the grouping columns other than the seed)."""
+    column ``name`` (only ranks 1 .. ``top`` kept, when given); then mean ± std [min, max]
+    of ``value_columns`` over the groups, per rank (and per the grouping columns other than
+    the seed)."""
     frame = frame.dropna(subset=[by]).copy()
     frame[name] = frame.groupby(within)[by].rank(method="first", ascending=False).astype(int)
+    if top is not None:
+        frame = frame[frame[name] <= top]
     keys = [c for c in within if c != "seed"] + [name]
     rows = []
     for key, group in frame.groupby(keys, sort=True):
@@ -173,10 +178,13 @@ def _header(column) -> str:
     return html.escape(label(column))
 
 
-def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True) -> str:
+def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True,
+            names: tuple = ()) -> str:
     """An HTML table; cells are escaped except the columns in ``raw_columns`` (pre-rendered
-    HTML); headers, and the names in a ``metric`` column, are :func:`label`-led."""
-    head = "".join(f"<th>{_header(c) if labelled else html.escape(str(c))}</th>" for c in frame.columns)
+    HTML); headers, and the names in a ``metric`` column, are :func:`label`-led, except the
+    headers in ``names`` (e.g. models' names), shown as they are."""
+    head = "".join(f"<th>{_header(c) if labelled and c not in names else html.escape(str(c))}</th>"
+                   for c in frame.columns)
     body = []
     for row in frame.itertuples(index=False):
         cells = []
@@ -194,8 +202,32 @@ def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True)
     return (f"<table><thead><tr>{head}</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
-def render_table(spec: dict, variant: str | None = None) -> str:
-    """The HTML of one table spec (see ``report_section`` in workflow/rules/common.smk).
+def across_models(spec: dict) -> dict:
+    """A table spec shown for several models at once: the model becomes the first key of
+    its spread, rank or pivot rows and its first column, so one table has a row (or rows)
+    per model where a chapter per model had a table each."""
+    out = dict(spec)
+    for option, key in (("spread", "index"), ("rank", "within"), ("pivot", "index")):
+        if option in out and "variant" not in out[option][key]:
+            out[option] = {**out[option], key: ["variant", *out[option][key]]}
+    if "columns" in out and "variant" not in out["columns"]:
+        out["columns"] = ["variant", *out["columns"]]
+    return out
+
+
+def in_model_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Rows in the order of ``models`` (stable within a model)."""
+    if "variant" not in frame.columns:
+        return frame
+    order = {m: k for k, m in enumerate(models)}
+    return frame.sort_values("variant", key=lambda c: c.map(lambda v: order.get(v, len(order))),
+                             kind="stable")
+
+
+def render_table(spec: dict, variant: str | list[str] | None = None) -> str:
+    """The HTML of one table spec (see ``report_section`` in workflow/rules/common.smk),
+    for one model (``variant``), every model (None) or a list of models side by side
+    (:func:`across_models`: a model column, rows in the list's order).
 
     spec keys: path; where (row filter); spread {index, metrics} (summary tables:
     mean ± std [min, max] per metric); pivot {index, columns, values, label} (e.g.
@@ -204,13 +236,26 @@ def render_table(spec: dict, variant: str | None = None) -> str:
     values} (per-seed rows aligned by rank, :func:`ranked`); dedupe (rows equal to an
     earlier one in every value are left out, and a note says which).
     """
+    models = variant if isinstance(variant, list) else None
+    if models is not None:
+        spec = across_models(spec)
     frame = select(pd.read_csv(spec["path"]), spec.get("where"), variant)
-    raw = ()
+    raw = names = ()
     if "rank" in spec:
         rk = spec["rank"]
-        frame = ranked(frame, rk["within"], rk["by"], rk["values"], rk.get("name", "rank"))
+        frame = ranked(frame, rk["within"], rk["by"], rk["values"], rk.get("name", "rank"),
+                       rk.get("top"))
         raw = tuple(rk["values"])
-    if "spread" in spec:
+    if "spread" in spec and models is not None and spec["spread"]["index"] == ["variant", "metric"]:
+        # one row per metric, one column per model: the models side by side
+        frame = spread_table(frame, ["variant", "metric"], spec["spread"].get("metrics"))
+        frame = frame.pivot_table(index="metric", columns="variant", values=SPREAD_HEADER,
+                                  aggfunc="first", sort=False)
+        frame = frame[[m for m in models if m in frame.columns]].reset_index()
+        frame.columns.name = None
+        raw = names = tuple(m for m in models if m in frame.columns)
+        models = None  # the model is a column now, not a row key
+    elif "spread" in spec:
         index = spec["spread"]["index"]
         frame = spread_table(frame, index, spec["spread"].get("metrics"))
         raw = tuple(c for c in frame.columns if c not in index)
@@ -224,12 +269,18 @@ def render_table(spec: dict, variant: str | None = None) -> str:
         frame = frame.reset_index()
     if "sort" in spec:
         frame = frame.sort_values(spec["sort"]["by"], ascending=spec["sort"].get("ascending", True))
+    if models is not None:
+        frame = in_model_order(frame, models)
     if "columns" in spec:
         frame = frame[[c for c in spec["columns"] if c in frame.columns]]
-    elif variant is not None and "variant" in frame.columns:
+    elif isinstance(variant, str) and "variant" in frame.columns:
         frame = frame.drop(columns="variant")
     if "max_rows" in spec:
-        frame = frame.head(spec["max_rows"])
+        frame = (frame.groupby("variant", sort=False).head(spec["max_rows"])
+                 if models is not None and "variant" in frame.columns and not spec.get("shared")
+                 else frame.head(spec["max_rows"]))
+    if models is not None and spec.get("shared") and "variant" in frame.columns:
+        frame = frame.drop(columns="variant")  # the same for every model: shown once
     if frame.empty:  # a table with nothing to show is left out, unless it says why
         return ("<p class='empty'>" + html.escape(spec["empty"]) + "</p>") if "empty" in spec else ""
     note = ""
@@ -242,7 +293,7 @@ def render_table(spec: dict, variant: str | None = None) -> str:
                            for _, r in frame.iterrows()]]
             note = ("<p class='note'>Left out, identical in every value to an earlier row: "
                     + "; ".join(f"{html.escape(a)} (= {html.escape(b)})" for a, b in pairs) + ".</p>")
-    return to_html(frame, raw) + note
+    return to_html(frame, raw, names=names) + note
 
 
 def mark_completion(completion: str, expected: str | float | None) -> str:

@@ -6,7 +6,6 @@
 # results/{model}/seed{seed}/, and the claims rule evaluates the family: the study needs
 # no rule of its own. Settings: config["experiments"]["positional_table"] (keys and
 # defaults: workflow/schemas/positional_table.schema.yaml); words: positional_table.prose.yaml.
-from inductionlab.report.claims import WRITE_UP_TITLE
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.positional_table import variance_share
 
@@ -33,10 +32,7 @@ report_section(
          "spread": {"index": ["variant"], "metrics": ["loss_all", "loss_pred", "acc_pred",
                                                       "icl_score", "random_distinct_len12_acc_mean"]
                     + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]]}},
-        {"path": f"{RESULTS}/tables/family_comparison.csv", "caption": PT_WORDS["verdicts_table"],
-         "where": {"differs": True}, "empty": PT_WORDS["no_verdict_differs"],
-         "columns": ["role", "claim", WRITE_UP_TITLE, FAMILIES[PT_FAMILY]["title"]]},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png",
+    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
               "caption": f"{m}: {PT_WORDS['attention_figure']}"} for m in PT_MODELS.values()],
 )
