@@ -729,12 +729,12 @@ def test_outcome_of_every_combination_of_seed_statuses(statuses, expected):
 def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_none():
     from inductionlab.report.claims import family_comparison
 
-    card = pd.DataFrame([_card_row([H] * 5, "write_up", "0.6 to 0.9"),
-                         _card_row([F, F, F, N, N], "fam", "−0.336 to 0.1")])
+    card = pd.DataFrame([_card_row([H] * 5, "write_up", "[0.6, 0.9]"),
+                         _card_row([F, F, F, N, N], "fam", "[−0.336, 0.1]")])
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]
-    assert cells["W"] == "replicates in every seed (holds in 5 of 5 seeds; 0.6 to 0.9)"
+    assert cells["W"] == "replicates in every seed (holds in 5 of 5 seeds; [0.6, 0.9])"
     # measured in 3 seeds, holds in none: the other 2 give it no support
-    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds (fails in 3, 2 not measured); −0.336 to 0.1)"
+    assert cells["F"] == "does not replicate (holds in 0 of 5 seeds (fails in 3, 2 not measured); [−0.336, 0.1])"
     assert cells["differs"]
     card = pd.DataFrame([_card_row([H, H, N, N, N], "write_up", "0.6"), _card_row([N] * 5, "fam")])
     cells = family_comparison(card, {"write_up": "W", "fam": "F"}).iloc[0]

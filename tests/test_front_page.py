@@ -39,7 +39,7 @@ def test_mechanism_tells_content_from_position():
 def test_verdicts_that_change_with_the_table():
     comparison = pd.DataFrame({
         "role": ["one_layer", "two_layer"], "claim": ["one_layer.a", "two_layer.b"],
-        "mine": ["replicates in every seed (holds in 5 of 5 seeds; 1 to 2)", "does not replicate"],
+        "mine": ["replicates in every seed (holds in 5 of 5 seeds; [1, 2])", "does not replicate"],
         "other": ["does not replicate (holds in 0 of 5 seeds)", "does not replicate"],
         "differs": [True, False]})
     assert changed_claims(comparison) == ["one_layer.a"]

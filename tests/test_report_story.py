@@ -11,7 +11,7 @@ from inductionlab.report.labels import label
 def card_row(claim, holds, measured, seeds=5, **kw):
     return {"claim": claim, "variant": kw.pop("variant", "m"), "group": kw.pop("group", "g"),
             "source": kw.pop("source", "write-up"), "quote": kw.pop("quote", "it works"),
-            "statement": kw.pop("statement", ""), "test": "≥ 0.5", "range": kw.pop("range", "0.6 to 0.9"),
+            "statement": kw.pop("statement", ""), "test": "≥ 0.5", "range": kw.pop("range", "[0.6, 0.9]"),
             "reason": kw.pop("reason", ""), "notes": "", "holds": holds, "measured": measured,
             "seeds": seeds, **kw}
 
@@ -28,13 +28,16 @@ def test_outcomes_and_tally():
     assert S.tally(card) == {C.ROBUST: 2, C.SEED_DEPENDENT: 1, C.NOT_REPLICATED: 2,
                              C.TOO_CLOSE_ANY: 1, C.NOT_MEASURED_ANY: 1}
     assert S.evidence(card.iloc[3]) == "no head has the induction role"
-    assert S.evidence(card.iloc[0]) == "0.6 to 0.9 (test ≥ 0.5); holds in 5 of 5 seeds"
+    assert S.evidence(card.iloc[0]) == "[0.6, 0.9] (test ≥ 0.5); holds in 5 of 5 seeds"
     attention = pd.Series(card_row("f", 5, 5, chance="0.127"))  # an attention score: its chance level
-    assert S.evidence(attention) == "0.6 to 0.9 (test ≥ 0.5, chance 0.127); holds in 5 of 5 seeds"
+    assert S.evidence(attention) == "[0.6, 0.9] (test ≥ 0.5, chance 0.127); holds in 5 of 5 seeds"
     summarised = pd.Series(card_row("h", 5, 5, summary="mean 0.75 [0.6, 0.9] over seeds",
                                     verdict="holds in 5 of 5 seeds"))
-    assert S.evidence(summarised) == ("mean 0.75 [0.6, 0.9] over seeds; range 0.6 to 0.9 "
-                                      "(test ≥ 0.5); holds in 5 of 5 seeds")
+    # with a mean: the range and the test are left to the scorecard
+    assert S.evidence(summarised) == "mean 0.75 [0.6, 0.9] over seeds; holds in 5 of 5 seeds"
+    measured = pd.Series({**summarised, "measure": "accuracy of greedy completions"})
+    assert S.evidence(measured) == ("accuracy of greedy completions: mean 0.75 [0.6, 0.9] over "
+                                    "seeds; holds in 5 of 5 seeds")
 
 
 def test_story_groups_follow_the_claims_file_and_quotes_only_the_write_up():

@@ -771,7 +771,7 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
             shown = [format_value(v, r.compare if not pd.isna(r.threshold_value) else None,
                                   None if pd.isna(r.threshold_value) else r.threshold_value)
                      for v, r in (lo, hi)]
-            value_range = shown[0] if shown[0] == shown[1] else f"{shown[0]} to {shown[1]}"
+            value_range = shown[0] if shown[0] == shown[1] else f"[{shown[0]}, {shown[1]}]"
         else:
             value_range = ""
         mean, mean_low, mean_high = mean_interval(measured["value"])

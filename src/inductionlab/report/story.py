@@ -29,19 +29,19 @@ def tally(card: pd.DataFrame) -> dict[str, int]:
 
 
 def evidence(row) -> str:
-    """The numbers that say so: the mean over seeds with its interval, × chance, the distance
-    to the threshold, the range and the test, and the verdict per seed; or the reason."""
-    kind = outcome(row)
-    if kind == NOT_MEASURED:
+    """The numbers that say so, as the summary shows them: what is measured, the mean over
+    seeds with its interval, × chance and the distance to the threshold, and the verdict per
+    seed (the range and the test stay in the scorecard); a row without a mean gives its
+    range and test; a claim not measured, the reason."""
+    if outcome(row) == NOT_MEASURED:
         return str(row.get("reason") or row.get("notes") or "no value")
-    test = f"test {row['test']}" + (f", chance {row['chance']}" if row.get("chance") else "")
-    summary = row.get("summary") if isinstance(row.get("summary"), str) else ""
-    text = (f"{summary}; range {row['range']}" if summary else row["range"]) if row.get("range") else ""
-    measure = row.get("measure") if isinstance(row.get("measure"), str) else ""
-    text = f"{measure}: {text}" if measure and text else text
-    text = f"{text} ({test})" if text else test
     verdict = row.get("verdict") or f"holds in {int(row['holds'])} of {int(row['seeds'])} seeds"
-    return f"{text}; {verdict}"
+    summary = row.get("summary") if isinstance(row.get("summary"), str) else ""
+    if summary:
+        measure = row.get("measure") if isinstance(row.get("measure"), str) else ""
+        return f"{measure}: {summary}; {verdict}" if measure else f"{summary}; {verdict}"
+    test = f"test {row['test']}" + (f", chance {row['chance']}" if row.get("chance") else "")
+    return f"{row['range']} ({test}); {verdict}" if row.get("range") else f"{test}; {verdict}"
 
 
 def story(card: pd.DataFrame, variants: list[str], groups: dict[str, str] | None = None) -> list[dict]:

@@ -112,7 +112,8 @@ report_section(
     ],
     figures=[
         {"path": f"{PS_DIR}/figures/attention_by_offset.png", "caption": PS_WORDS["offsets_figure"]},
-        {"path": f"{PS_DIR}/figures/positional_scores.png", "caption": PS_WORDS["positions_figure"]},
+        {"path": f"{PS_DIR}/figures/positional_scores.png", "caption": PS_WORDS["positions_figure"],
+         "appendix": True},
     ],
 )
 
