@@ -109,7 +109,7 @@ report_section(
          "caption": BEHAVIOUR_WORDS["attention_table2"],
          "rank": {"within": ["seed", "layer"], "by": "induction",
                   "values": ["induction", "induction_control", "induction_content", "first_block",
-                             "first_block_control", "previous_token", "copying"]}},
+                             "copying"]}},
         {"path": aggregated_table("head_scores"), "appendix": True,
          "caption": BEHAVIOUR_WORDS["attention_table3"],
          "columns": ["seed", "layer", "head", "induction", "induction_low", "induction_high",
