@@ -115,10 +115,12 @@ def manifest(tmp_path):
     }
 
 
-def _chapter(html, variant):
-    """The HTML of one variant's chapter: up to the next chapter or the appendix."""
-    start = html.index(f'<section id="variant-{variant}"')
-    following = re.compile(r'<section id="(variant-|study-|methods)').search(html, start + 1)
+def _chapter(html, name):
+    """The HTML of one body chapter (by its first section's name): up to the next chapter,
+    study or appendix."""
+    start = html.index(f'<section id="chapter-{name}"')
+    following = re.compile(r'<section id="(chapter-|study-|appendix-|scorecard|methods)').search(
+        html, start + 1)
     return html[start:following.start()]
 
 
@@ -127,39 +129,37 @@ def _chapter(html, variant):
 def test_html_has_titles_chapters_and_sections(manifest):
     html = build_html(manifest)
     assert "<title>Hand-made report</title>" in html
-    for title in ("Training check", "Study-wide extra check", "1 Summary: what replicated",
-                  "claims scorecard, every seed", "methods", "2 Model one_layer",
-                  "3 Model two_layer"):
+    for title in ("2 Training check", "3 Heads &amp; roles check", "4 Study-wide extra check",
+                  "1 Summary: what replicated", "claims scorecard, every seed", "methods"):
         assert title in html, title
-    assert "Heads &amp; roles check" in html  # titles are escaped
-    assert '<section class="section" id="one_layer-training">' in html
-    assert '<section class="section" id="two_layer-training">' in html
-    assert '<section id="study-extra_study" class="chapter">' in html
+    # one chapter per analysis, every model in it; no chapter per model
+    assert '<section id="chapter-training" class="chapter">' in html
+    assert '<section class="section" id="section-training">' in html
+    assert "Model one_layer" not in html
+    assert '<section id="study-extra_study" class="analysis">' in html
     assert '<a href="#study-extra_study">4 Study-wide extra check</a>' in html  # contents
-    assert "<h2>2.1 Training check</h2>" in html and "<h2>3.2 Heads &amp; roles check</h2>" in html
 
 
-def test_variant_sections_follow_their_items_and_order(manifest):
+def test_sections_follow_their_order_with_the_models_side_by_side(manifest):
     html = build_html(manifest)
-    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
-    assert "Training check" in one and "Heads &amp; roles check" not in one
-    assert "Training check" in two and "Heads &amp; roles check" in two
-    assert two.index("Training check") < two.index("Heads &amp; roles check")  # order 10 < 40
-    assert "Study-wide extra check" not in one + two
-    assert html.index('id="variant-two_layer"') < html.index('id="study-extra_study"') < html.index(
+    training, heads = _chapter(html, "training"), _chapter(html, "heads")
+    assert "Heads &amp; roles check" not in training and "Only the two-layer model" in heads
+    assert html.index('id="chapter-training"') < html.index('id="chapter-heads"')  # order 10 < 40
+    assert html.index('id="chapter-heads"') < html.index('id="study-extra_study"') < html.index(
         'id="methods"')
+    assert "Study-wide extra check" not in training + heads
 
 
-def test_variant_tables_show_their_own_rows(manifest):
+def test_a_chapter_table_has_a_row_per_model(manifest):
     html = build_html(manifest)
-    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
+    training = _chapter(html, "training")
     assert T.fmt(2.60637) == "2.61" and T.fmt(1.38423) == "1.38"
-    assert "<td>2.61</td>" in one and "2.61" not in two
-    assert "<td>1.38</td>" in two and "1.38" not in one
-    # columns: selection and order, with their human names
-    assert "<th>seed</th><th>validation loss, all targets (nats)</th>" in one
-    assert "elapsed_s" not in one
-    assert "Validation loss at the last step." in one  # section text
+    rows = _cells(training)
+    # one table for both models: the model first, then the spec's columns with their names
+    assert rows[0] == ["model", "seed", "validation loss, all targets (nats)"]
+    assert rows[1:] == [["one_layer", "0", "2.61"], ["two_layer", "0", "1.38"]]
+    assert training.count("<table>") == 1 and "elapsed_s" not in training
+    assert training.count("Validation loss at the last step.") == 1  # section text, once
 
 
 def test_figures_are_data_uris(manifest):
@@ -172,11 +172,30 @@ def test_figures_are_data_uris(manifest):
             for fig in items["figures"]:
                 assert f'src="{uri(fig["path"])}"' in html, fig["path"]
     training = {s["name"]: s for s in manifest["sections"]}["training"]["items"]
-    one, two = _chapter(html, "one_layer"), _chapter(html, "two_layer")
-    assert uri(training["one_layer"]["figures"][0]["path"]) in one
-    assert uri(training["two_layer"]["figures"][0]["path"]) not in one
-    assert uri(training["two_layer"]["figures"][0]["path"]) in two
-    assert "Training curve of one_layer." in one
+    chapter = _chapter(html, "training")
+    # a figure per model: each once, its caption naming the model
+    for v in ("one_layer", "two_layer"):
+        assert chapter.count(uri(training[v]["figures"][0]["path"])) == 1
+        assert f"{v}: Training curve of {v}." in chapter
+
+
+def test_a_figure_of_every_model_is_shown_once(manifest, tmp_path):
+    both = _png(tmp_path / "both.png", "black")
+    for v, items in manifest["sections"][2]["items"].items():
+        items["figures"] = [{"path": str(both), "caption": "Every model at once."}]
+    chapter = _chapter(build_html(manifest), "training")
+    assert chapter.count("<figcaption>Figure 1. Every model at once.</figcaption>") == 1
+    assert chapter.count("<figure") == 1
+
+
+def test_a_section_whose_items_are_all_in_the_appendix_leaves_the_body(manifest):
+    for items in manifest["sections"][2]["items"].values():
+        for spec in items["tables"] + items["figures"]:
+            spec["appendix"] = True
+    html = build_html(manifest)
+    assert 'id="chapter-training"' not in html
+    assert "Validation loss at the last step." not in html  # text goes with its section
+    assert html.count("Final metrics (") == 2  # each model's table in its appendix
 
 
 def test_study_section_uses_its_template(manifest):
@@ -189,10 +208,10 @@ def test_study_section_uses_its_template(manifest):
 
 def test_headline_scorecard_and_methods(manifest):
     html = build_html(manifest)
-    summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
+    summary = html[html.index('<section id="summary"'):html.index('<section id="chapter-')]
     card = html[html.index('<section id="scorecard"'):html.index('<section id="methods"')]
     # headline: one row per variant, mean ± std [min, max] per metric, in the listed order
-    assert ("<th>variant</th><th>loss, all targets (nats)</th>"
+    assert ("<th>model</th><th>loss, all targets (nats)</th>"
             "<th>accuracy, predictable targets</th>") in summary
     # one format: the mean to three significant digits, its spread to the same decimals
     assert "2.61&nbsp;±&nbsp;0.01 <span class='range'>[2.60,&nbsp;2.63]</span>" in summary
@@ -232,7 +251,7 @@ def test_write_report_writes_html_and_pdf(manifest, tmp_path):
     text = squash("\n".join(page.extract_text() or "" for page in reader.pages))
     for title in ("Hand-made report", "Training check", "Heads & roles check",
                   "Study-wide extra check", "claims scorecard", "methods",
-                  "Model one_layer", "Model two_layer", "holds in 1 of 2 seeds"):
+                  "one_layer: Training curve of one_layer.", "holds in 1 of 2 seeds"):
         assert squash(title) in text, title
     for value in ("2.61", "1.38", "study-answer", "0.438"):
         assert value in text, value
@@ -297,7 +316,7 @@ def test_fmt():
 def test_render_table_where(heads_csv):
     html = T.render_table({"path": str(heads_csv), "where": {"circuit": "qk"}})
     rows = _cells(html)
-    assert rows[0] == ["variant", "seed", "circuit", "layer", "head", "eigenvalue positivity Σλ/Σ|λ|"]
+    assert rows[0] == ["model", "seed", "circuit", "layer", "head", "eigenvalue positivity Σλ/Σ|λ|"]
     assert len(rows) == 1 + 4 and {r[2] for r in rows[1:]} == {"qk"}
     html = T.render_table({"path": str(heads_csv), "where": {"circuit": "ov", "head": [1], "layer": [0, 1]}},
                           variant="b")
@@ -332,7 +351,7 @@ def test_render_table_spread_per_metric_and_missing_metric(tmp_path):
     assert [r[0] for r in rows[1:]] == ["loss, all targets (nats)", "accuracy, predictable targets"]
     rows = _cells(T.render_table({"path": str(path), "spread": {"index": ["variant"],
                                                                 "metrics": ["acc_pred", "loss_all"]}}))
-    assert rows[0] == ["variant", "accuracy, predictable targets", "loss, all targets (nats)"]  # the listed order
+    assert rows[0] == ["model", "accuracy, predictable targets", "loss, all targets (nats)"]  # the listed order
     assert rows[2][0] == "two_layer" and rows[2][1] == "–"
 
 
@@ -396,23 +415,43 @@ def test_title_page_lists_the_training_devices_and_torch_versions(tmp_path):
     assert training_environment(tmp_path / "missing.csv") == {}
 
 
-def test_appendix_items_and_the_key_figure(manifest):
+def test_appendix_items(manifest):
     training = {s["name"]: s for s in manifest["sections"]}["training"]["items"]
-    one = training["one_layer"]
-    one["figures"][0]["key"] = True
-    one["tables"][0]["appendix"] = True
-    one["figures"].append({**one["figures"][0], "key": False, "appendix": ["two_layer"],
-                           "caption": "Only two_layer's copy goes to the appendix."})
+    for v, items in training.items():
+        items["tables"][0]["appendix"] = True
+        items["figures"].append({**items["figures"][0], "appendix": ["two_layer"],
+                                 "caption": "Only two_layer's copy goes to the appendix."})
     html = build_html(manifest)
-    summary = html[html.index('<section id="summary"'):html.index('<section id="variant-')]
-    chapter = _chapter(html, "one_layer")
+    chapter = _chapter(html, "training")
     appendix = html[html.index('<section id="appendix-one_layer"'):html.index('<section id="methods"')]
-    # the key figure is drawn in the summary as Figure 1 and only referred to in the chapter
-    assert 'id="figure-1"' in summary and "one_layer: Training curve of one_layer." in summary
-    assert 'See <a href="#figure-1">Figure 1</a> in the summary.' in chapter
-    # the table flagged appendix is in the appendix only; a list of variants keeps the
-    # figure in the body of every other model
-    assert "Final metrics (one_layer)." in appendix and "Final metrics (one_layer)." not in chapter
-    assert "Only two_layer&#39;s copy goes to the appendix." in chapter
+    # a table flagged appendix is in the appendix only; a list of variants keeps the
+    # figure in the body for every other model
+    assert "Final metrics (one_layer)." in appendix and "Final metrics (" not in chapter
+    assert "one_layer: Only two_layer&#39;s copy goes to the appendix." in chapter
+    assert "two_layer: Only two_layer&#39;s copy" not in chapter
     assert "Appendix A: per-seed detail of one_layer" in html
-    assert 'id="appendix-two_layer"' not in html  # nothing of two_layer is flagged
+    assert "per-seed detail of two_layer" in html
+
+
+def test_render_table_across_models(heads_csv, tmp_path):
+    # a list of models: a model column first, rows in the list's order, max_rows per model
+    spec = {"path": str(heads_csv), "where": {"circuit": "ov"}, "columns": ["seed", "head"],
+            "max_rows": 2}
+    rows = _cells(T.render_table(spec, ["b", "a"]))
+    assert rows[0] == ["model", "seed", "head"]
+    assert [r[0] for r in rows[1:]] == ["b", "b", "a", "a"]
+    # rank across models: the model is a key of the ranks; top keeps the first ranks
+    ranked = {"path": str(heads_csv), "where": {"circuit": "ov"},
+              "rank": {"within": ["seed", "layer"], "by": "positivity_real",
+                       "values": ["positivity_real"], "top": 1}}
+    rows = _cells(T.render_table(ranked, ["a", "b"]))
+    assert rows[0][:3] == ["model", "layer", "rank"]
+    assert [r[:3] for r in rows[1:]] == [["a", "0", "1"], ["a", "1", "1"], ["b", "0", "1"], ["b", "1", "1"]]
+    # one row per metric: the models become columns, named as they are
+    path = tmp_path / "behaviour_summary.csv"
+    pd.DataFrame({"variant": ["a_model", "a_model", "b_model"], "metric": ["acc_pred", "loss_all", "acc_pred"],
+                  "n": [2, 2, 2], "mean": [0.5, 2.0, 0.25], "std": [0.1, 0.2, 0.05],
+                  "min": [0.4, 1.8, 0.2], "max": [0.6, 2.2, 0.3]}).to_csv(path, index=False)
+    html = T.render_table({"path": str(path), "spread": {"index": ["metric"]}}, ["b_model", "a_model"])
+    assert "<th>metric</th><th>b_model</th><th>a_model</th>" in html
+    assert html.count("<tr>") == 3  # header, acc_pred, loss_all

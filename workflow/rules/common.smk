@@ -184,8 +184,7 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     appendix: True (or a list of variants) puts it in the model's per-seed appendix
     instead of the body.
     figures: dicts with path, caption and, for a file inside a directory output, dir;
-    appendix as for tables; key: True makes it the model's key figure, shown in the
-    summary (the first one registered counts).
+    appendix as for tables.
     template: an optional jinja2 fragment (path relative to the workflow or absolute)
     that replaces the default rendering (text, tables, figures).
     variants: limit a variant-scope section to these variants.

@@ -87,31 +87,25 @@ class Numbers:
         return self.count[kind]
 
 
-def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: bool,
-                  shown: dict | None = None) -> dict:
+def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: bool) -> dict:
     """The tables and figures of one section that belong in the body (``appendix`` False)
-    or in the appendix, numbered; a figure already shown (``shown``: path -> number, the
-    summary's key figures) is referred to by its number instead of drawn again."""
-    shown = shown or {}
-
+    or in the appendix, numbered."""
     tables = [t for t in items.get("tables", []) if _in_appendix(t, variant) == appendix]
     figures = [f for f in items.get("figures", []) if _in_appendix(f, variant) == appendix]
     rendered = [(spec, T.render_table(spec, variant)) for spec in tables]
     return {  # a table with no rows for this model is left out, caption and number too
         "tables": [{**spec, "number": numbers.next("table"), "html": html}
                    for spec, html in rendered if html],
-        "figures": [{**fig, "number": shown[fig["path"]], "shown": True} if fig["path"] in shown
-                    else figure_item(fig, numbers.next("figure"))
-                    for fig in figures],
+        "figures": [figure_item(fig, numbers.next("figure")) for fig in figures],
     }
 
 
 def render_section(env, section: dict, key: str, numbers: Numbers | None = None,
-                   appendix: bool = False, shown: dict | None = None) -> str:
+                   appendix: bool = False) -> str:
     """One section's HTML for one variant (``key``) or for the study: its body part, or
     with ``appendix`` its appendix part ("" when it has none)."""
     variant = None if key == STUDY else key
-    items = _render_items(section["items"].get(key, {}), variant, numbers or Numbers(), appendix, shown)
+    items = _render_items(section["items"].get(key, {}), variant, numbers or Numbers(), appendix)
     if appendix and not (items["tables"] or items["figures"]):
         return ""
     template = (env.from_string(Path(section["template"]).read_text()) if section.get("template")
@@ -125,33 +119,28 @@ def _in_appendix(spec: dict, variant: str) -> bool:
     return where is True or (isinstance(where, list) and variant in where)
 
 
-def models_items(section: dict, models: list[str], numbers: Numbers,
-                 shown: dict | None = None) -> dict:
+def models_items(section: dict, models: list[str], numbers: Numbers) -> dict:
     """The body tables and figures of one section for several models side by side: each
     table once, with a row (or rows) per model; a figure drawn for every model at once (the
-    same path for each) once; a figure per model once per model, its caption naming it."""
-    shown = shown or {}
+    same path for each) once; a figure per model once per model, its caption naming it.
+    Every model of a section has the same list of specs (one registration, resolved per
+    model); they are matched by position."""
     specs = {v: section["items"][v] for v in models if v in section["items"]}
     tables, figures = [], []
-    first = next(iter(specs.values()), {"tables": [], "figures": []})
-    for k, spec in enumerate(first.get("tables", [])):
+    n_tables = min((len(i.get("tables", [])) for i in specs.values()), default=0)
+    n_figures = min((len(i.get("figures", [])) for i in specs.values()), default=0)
+    for k in range(n_tables):
         mine = [v for v in specs if not _in_appendix(specs[v]["tables"][k], v)]
-        if not mine:
-            continue
-        html = T.render_table(spec, mine)
+        html = T.render_table(specs[mine[0]]["tables"][k], mine) if mine else ""
         if html:
-            tables.append({**spec, "number": numbers.next("table"), "html": html, "models": mine})
-    for k, spec in enumerate(first.get("figures", [])):
+            tables.append({**specs[mine[0]]["tables"][k], "number": numbers.next("table"),
+                           "html": html, "models": mine})
+    for k in range(n_figures):
         per_model = [(v, specs[v]["figures"][k]) for v in specs
                      if not _in_appendix(specs[v]["figures"][k], v)]
-        if len({f["path"] for _, f in per_model}) == 1:  # one figure of every model
-            per_model = per_model[:1]
-            per_model = [(None, f) for _, f in per_model]
-        for v, fig in per_model:
-            if fig["path"] in shown:
-                figures.append({**fig, "number": shown[fig["path"]], "shown": True, "model": v})
-            else:
-                figures.append({**figure_item(fig, numbers.next("figure")), "model": v})
+        if len(per_model) > 1 and len({f["path"] for _, f in per_model}) == 1:  # of every model
+            per_model = [(None, per_model[0][1])]
+        figures += [{**figure_item(fig, numbers.next("figure")), "model": v} for v, fig in per_model]
     return {"tables": tables, "figures": figures}
 
 
@@ -162,8 +151,8 @@ def render_models_section(env, section: dict, models: list[str], items: dict) ->
     return template.render(section=section, variant=None, models=models, appendix=False, **items)
 
 
-def body_chapters(env, manifest: dict, sections: list[dict], numbers: Numbers, first: int,
-                  shown: dict | None = None) -> list[dict]:
+def body_chapters(env, manifest: dict, sections: list[dict], numbers: Numbers,
+                  first: int) -> list[dict]:
     """The body: one chapter per analysis (a section's ``chapter``, else its own title), in
     the order of its first section, every model of the run side by side in it."""
     grouped: dict[str, list[dict]] = {}
@@ -171,32 +160,23 @@ def body_chapters(env, manifest: dict, sections: list[dict], numbers: Numbers, f
         if s["scope"] == "variant":
             grouped.setdefault(s.get("chapter") or s["title"], []).append(s)
     chapters = []
-    for c, (title, members) in enumerate(grouped.items()):
-        number = first + c
+    for title, members in grouped.items():
+        number = first + len(chapters)
         parts = []
         for s in members:
             models = [v for v in manifest["variants"] if v in s["items"]]
-            items = models_items(s, models, numbers, shown)
-            if items["tables"] or items["figures"]:  # all of it in the appendix: not here
+            items = models_items(s, models, numbers)
+            moved = not (items["tables"] or items["figures"]) and any(
+                i.get("tables") or i.get("figures") for i in s["items"].values())
+            if not moved:  # a section whose every table and figure is in the appendix: not here
                 parts.append({"title": s["title"], "name": s["name"], "models": models,
                               "html": render_models_section(env, s, models, items)})
         for k, part in enumerate(parts):
             part["number"] = f"{number}.{k + 1}" if len(parts) > 1 else ""
-        chapters.append({"title": title, "number": number, "sections": parts,
-                         "name": members[0]["name"]})
+        if parts:
+            chapters.append({"title": title, "number": number, "sections": parts,
+                             "name": members[0]["name"]})
     return chapters
-
-
-def key_figures(manifest: dict, numbers: Numbers) -> dict[str, dict]:
-    """Per variant the first figure flagged ``key`` in the registered sections (the one
-    that shows its mechanism), numbered first: it opens the report's summary."""
-    out = {}
-    for v in manifest["variants"]:
-        for s in sorted(manifest["sections"], key=lambda s: (s.get("order", 50), s["name"])):
-            figs = [f for f in s["items"].get(v, {}).get("figures", []) if f.get("key")]
-            if figs and v not in out:
-                out[v] = figure_item(figs[0], numbers.next("figure"))
-    return out
 
 
 def build_html(manifest: dict) -> str:
@@ -218,8 +198,6 @@ def build_html(manifest: dict) -> str:
             scorecard = scorecard[scorecard["family"] == WRITE_UP].reset_index(drop=True)
     groups = dict(manifest.get("claim_groups", []))  # [[key, title], ...] in the file's order
     headline_number = numbers.next("table")
-    keys = key_figures(manifest, numbers)
-    shown = {f["path"]: f["number"] for f in keys.values()}
     families = family_table(manifest, numbers) if scorecard is not None else None
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
@@ -231,7 +209,7 @@ def build_html(manifest: dict) -> str:
     algorithms = algorithm_summary(manifest, inputs)
     front = front_page(manifest, scorecard, inputs, positions) if scorecard is not None else None
     first = 2  # 1 summary, then the chapters (the scorecard is an appendix)
-    chapters = body_chapters(env, manifest, sections, numbers, first, shown)
+    chapters = body_chapters(env, manifest, sections, numbers, first)
     study = [{"title": s["title"], "name": s["name"], "number": first + len(chapters) + k,
               "html": render_section(env, s, STUDY, numbers)}
              for k, s in enumerate(s for s in sections if s["scope"] == "study")]
@@ -258,7 +236,7 @@ def build_html(manifest: dict) -> str:
         outcome_verb=outcome_verb, tally_words=tally_words,
         copy_offsets=copy_offsets(int(manifest["config"]["task"]["block_len"]),
                                   int(manifest["config"]["task"]["n_blocks"])),
-        key_figures=keys, failure=failure, highlights=highlights,
+        failure=failure, highlights=highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
         date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
