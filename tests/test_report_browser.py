@@ -41,7 +41,7 @@ def test_rendered_report_in_browser(manifest, browser, tmp_path):
     assert len(page.images) == 3
     assert page.tables == html.count("<table") > 0
     contents = {link["href"] for link in page.links}
-    assert {"#summary", "#variant-one_layer", "#variant-two_layer", "#study-extra_study",
+    assert {"#summary", "#chapter-training", "#chapter-heads", "#study-extra_study",
             "#methods", "#configuration"} <= contents
 
 
