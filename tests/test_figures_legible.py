@@ -17,7 +17,7 @@ import torch
 from matplotlib import pyplot as plt
 
 from inductionlab.analysis import positional_shortcut
-from inductionlab.report import dynamics_plots, figures, plots, shortcut_plots
+from inductionlab.report import attention_plots, dynamics_plots, figures, models_plots, plots, shortcut_plots
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
@@ -195,6 +195,48 @@ FIGURES = {
                                                                    TaskConfig.from_dict(TASK)),
     "positions_figure": lambda d: shortcut_plots.positions_figure(d["positions"], 0, 5),
 }
+
+
+MODELS = ["one_layer", "one_layer_smeared", "two_layer"]
+
+
+def _as_models(frame):
+    """One model's table as three models' (the figures of every model side by side)."""
+    return pd.concat([frame.assign(variant=m) for m in MODELS], ignore_index=True)
+
+
+def offset_profile(seeds=(0, 1)):
+    """An aggregated offset_profile table of the whole model (component all): a copy at 5,
+    11 and 17 back, suppression at 0."""
+    return pd.DataFrame([{"variant": m, "seed": s, "component": "all", "kind": "group",
+                          "source": "offset", "sample": sample, "offset": k,
+                          "value": (2.0 if k % 6 == 5 and sample == "task" else 0.3) - 3.0 * (k == 0)
+                          + 0.1 * s + 0.2 * i}
+                         for i, m in enumerate(MODELS) for s in seeds
+                         for sample in ("task", "control") for k in range(24)])
+
+
+def attention_rows():
+    """Rows of the attention figure of every model: random mean patterns, head scores."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for m, n_layers in zip(MODELS, (1, 1, 2)):
+        means = [np.tril(rng.random((4, 24, 24))) for _ in range(n_layers)]
+        scores = pd.DataFrame([{"layer": l, "head": h, "induction": rng.random(),
+                                "previous_token": rng.random(), "roles": "induction+copying"}
+                               for l in range(n_layers) for h in range(4)])
+        rows.append({"label": m, "means": means, "scores": scores,
+                     "smear": (0,) if m == "one_layer_smeared" else ()})
+    return rows
+
+
+FIGURES.update({
+    "training_models": lambda d: models_plots.training_models(_as_models(d["log"]), MODELS, 0.843),
+    "phase_change_models": lambda d: models_plots.phase_change_models(
+        _as_models(d["dynamics"]), _as_models(d["phase"]), MODELS),
+    "offsets_models": lambda d: models_plots.offsets_models(offset_profile(), MODELS),
+    "attention_models_figure": lambda d: attention_plots.attention_models_figure(attention_rows(), 0),
+})
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
@@ -385,3 +427,15 @@ def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path
         width, height, dpi = png_size(path)
         assert dpi == pytest.approx(plots.DPI, abs=0.5), path.name
         assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01, path.name
+
+
+def test_offsets_models_draws_each_models_mean_over_seeds():
+    fig = models_plots.offsets_models(offset_profile(), MODELS)
+    task = fig.axes[0]
+    lines = {line.get_label(): line for line in task.get_lines() if line.get_label() in MODELS}
+    assert list(lines) == MODELS
+    x, y = lines["one_layer"].get_data()
+    # the mean of seeds 0 and 1: 2.0 + 0.05 where the task copies (5, 11, 17 back), 0.3 − 3 + 0.05 at 0
+    assert y[list(x).index(5)] == pytest.approx(2.05) and y[list(x).index(0)] == pytest.approx(-2.65)
+    assert lines["two_layer"].get_data()[1][list(x).index(5)] == pytest.approx(2.45)
+    plt.close(fig)
