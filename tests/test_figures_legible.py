@@ -17,7 +17,8 @@ import torch
 from matplotlib import pyplot as plt
 
 from inductionlab.analysis import positional_shortcut
-from inductionlab.report import attention_plots, dynamics_plots, figures, models_plots, plots, shortcut_plots
+from inductionlab.report import (ablation_plots, attention_plots, circuit_plots, dynamics_plots, failure_plots,
+                                 figures, models_plots, plots, shortcut_plots)
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
@@ -171,16 +172,16 @@ def _seed0(frame):
 
 
 FIGURES = {
-    "training_curves": lambda d: plots.training_curves(d["log"], "two_layer", 0.843),
-    "spectra_figure": lambda d: plots.spectra_figure(d["spectra"], "two_layer"),
-    "composition_figure": lambda d: plots.composition_figure(d["composition"], "two_layer", 0),
-    "failure_chart": lambda d: plots.failure_chart(d["failures"], "two_layer"),
-    "ablation_bars": lambda d: plots.ablation_bars(d["ablations"], "two_layer"),
-    "ablated_patterns": lambda d: plots.ablated_patterns(
+    "training_curves": lambda d: dynamics_plots.training_curves(d["log"], "two_layer", 0.843),
+    "spectra_figure": lambda d: circuit_plots.spectra_figure(d["spectra"], "two_layer"),
+    "composition_figure": lambda d: circuit_plots.composition_figure(d["composition"], "two_layer", 0),
+    "failure_chart": lambda d: failure_plots.failure_chart(d["failures"], "two_layer"),
+    "ablation_bars": lambda d: ablation_plots.ablation_bars(d["ablations"], "two_layer"),
+    "ablated_patterns": lambda d: ablation_plots.ablated_patterns(
         d["root"] / "ablated_attention.npz",
         [(n, 1) for n in ("baseline", "qk_from_embedding_L1", "plus_k_L1", "plus_q_L1")],
         "two_layer seed0"),
-    "dynamics_bands": lambda d: plots.dynamics_bands(d["dynamics"], "two_layer"),
+    "dynamics_bands": lambda d: dynamics_plots.dynamics_bands(d["dynamics"], "two_layer"),
     "loss_curves": lambda d: dynamics_plots.loss_curves(
         _seed0(d["dynamics"]), _seed0(d["phase"]), "two_layer seed 0: losses over training", 0.843),
     "head_score_curves": lambda d: dynamics_plots.head_score_curves(
@@ -303,7 +304,7 @@ def test_png_size_reads_the_stored_dpi(tmp_path):
 
 
 def test_training_curves_step_axis_runs_from_step_one_to_the_last(inputs):
-    fig = plots.training_curves(inputs["log"], "two_layer", 0.843)
+    fig = dynamics_plots.training_curves(inputs["log"], "two_layer", 0.843)
     for ax in fig.axes:
         assert ax.get_xscale() == "log"
         assert ax.get_xlim() == pytest.approx((1, 10001))
@@ -328,7 +329,7 @@ def test_dynamics_bands_use_each_quantitys_own_range(inputs):
     flat = inputs["dynamics"].copy()
     flat.loc[flat["metric"] == "icl_score", "value"] = 0.001 * np.sin(flat.loc[
         flat["metric"] == "icl_score", "step"])  # noise only
-    fig = plots.dynamics_bands(flat, "two_layer")
+    fig = dynamics_plots.dynamics_bands(flat, "two_layer")
     loss, icl, induction, previous = fig.axes
     assert all(ax.get_title() for ax in fig.axes)
     assert loss.get_ylim()[0] == 0
@@ -340,7 +341,7 @@ def test_dynamics_bands_use_each_quantitys_own_range(inputs):
 
 
 def test_composition_numbers_are_readable_on_their_cells(inputs):
-    fig = plots.composition_figure(inputs["composition"], "two_layer", 0)
+    fig = circuit_plots.composition_figure(inputs["composition"], "two_layer", 0)
     ax = fig.axes[0]
     image = ax.images[0]
     cells = {(t.get_position()[1], t.get_position()[0]): t for t in ax.texts}
@@ -369,12 +370,12 @@ def test_ablation_bars_rank_heads_within_each_seed():
                          "source_layer": pd.NA, "status": "ok",
                          "loss_all": 3.0 if h == big else 1.1 + 0.01 * h})
     frame = pd.DataFrame(rows).assign(variant="v")
-    ranked = plots.ranked_ablations(frame)
+    ranked = ablation_plots.ranked_ablations(frame)
     largest = ranked[ranked["label"] == "zero a layer-1 head: #1 (largest)"]
     assert largest["value"].tolist() == [3.0, 3.0]
     assert set(ranked.loc[~ranked["per_head"], "label"]) == {
         "none (the model as trained)", "layer 1: + K from the residual (K-comp.)"}
-    fig = plots.ablation_bars(frame, "v")
+    fig = ablation_plots.ablation_bars(frame, "v")
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert not any("L1H" in label for label in labels)  # no head index across seeds

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..analysis import circuits
 from .attention_plots import LETTERS, tick_step
-from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, number, save, wrap
+from .plots import (MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, number, save, text_colour,
+                    tick_format, wrap)
 from ..core.weights import load_weights
 
 CIRCUIT_CMAP = "RdBu_r"
@@ -131,3 +132,133 @@ def write_circuit_figures(weights_path, out_dir, title: str | None = None) -> li
                             title), path)
         written.append(path)
     return written
+
+
+# ---------------------------------------------------------------- across seeds
+
+def _unit_circle_panel(ax, title: str) -> None:
+    from matplotlib.patches import Circle
+
+    ax.add_patch(Circle((0, 0), 1, fill=False, ls="--", lw=0.8, color="grey"))
+    ax.text(0.74, 0.74, "|λ| = largest", color="grey", fontsize=SMALL_PT, rotation=-45,
+            ha="center", va="center")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.axvline(0, color="grey", lw=0.5)
+    ax.set_xlim(-1.12, 1.12)
+    ax.set_ylim(-1.12, 1.12)
+    ax.set_aspect("equal")
+    ax.set_xticks([-1, -0.5, 0, 0.5, 1])
+    ax.set_yticks([-1, -0.5, 0, 0.5, 1])
+    ax.set_title(title)
+    ax.set_xlabel("Re λ / max |λ|")
+    ax.set_ylabel("Im λ / max |λ|")
+
+
+def _scatter_spectrum(ax, lam, **kwargs) -> None:
+    """The nonzero eigenvalues ``lam``, divided by the largest |λ|."""
+    lam = np.asarray(lam)
+    top = np.abs(lam).max() if lam.size else 0.0
+    if top <= 0:
+        return
+    lam = lam[np.abs(lam) > 1e-9 * top] / top
+    ax.scatter(lam.real, lam.imag, s=18, alpha=0.75, linewidths=0, **kwargs)
+
+
+def spectra_figure(spectra_by_seed: dict[int, dict], title: str):
+    """Eigenvalues in the complex plane, each circuit's divided by its largest |λ| (so
+    the dashed unit circle is the largest): direct path and each layer's OV sum for
+    every seed (one colour per seed), and every head's OV circuit for the first seed."""
+    from matplotlib.lines import Line2D
+
+    seeds = sorted(spectra_by_seed)
+    first = spectra_by_seed[seeds[0]]
+    n_layers = sum(k.startswith("ov_sum_L") for k in first)
+    seed_colour = {s: plt.get_cmap("tab10")(k % 10) for k, s in enumerate(seeds)}
+    panels = [("direct path W_E W_U", "direct")]
+    panels += [(f"layer {l}: OV circuit, sum of heads", f"ov_sum_L{l}") for l in range(n_layers)]
+    heads = sorted((k for k in first if k.startswith("ov_L")),
+                   key=lambda k: tuple(int(x) for x in k[4:].split("H")))
+    n_panels = len(panels) + 1
+    n_cols = 2
+    n_rows = -(-n_panels // n_cols)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(n_rows, n_cols, figsize=(MAX_WIDTH_IN, min(3.3 * n_rows + 0.9, MAX_HEIGHT_IN)),
+                                 constrained_layout=True, squeeze=False)
+        axes = axes.ravel()
+        for ax, (name, key) in zip(axes, panels):
+            for s in seeds:
+                _scatter_spectrum(ax, spectra_by_seed[s][key], color=seed_colour[s])
+            _unit_circle_panel(ax, f"{name} (all seeds)")
+        ax = axes[len(panels)]
+        markers = "o^sDvP"
+        for k in heads:
+            l, h = (int(x) for x in k[4:].split("H"))
+            _scatter_spectrum(ax, first[k], color=plt.get_cmap("Dark2")(h % 8),
+                              marker=markers[l % len(markers)], label=f"L{l}H{h}")
+        _unit_circle_panel(ax, f"OV circuit of each head (seed {seeds[0]})")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, markerscale=1.2,
+                  handletextpad=0.2, columnspacing=0.8)
+        seed_handles = [Line2D([], [], ls="", marker="o", color=seed_colour[s], label=f"seed {s}")
+                        for s in seeds]
+        if n_panels < len(axes):  # the empty slot holds the seed legend
+            spare = axes[-1]
+            spare.axis("off")
+            spare.legend(handles=seed_handles, loc="center", title="colour = seed")
+        else:
+            fig.legend(handles=seed_handles, loc="outside lower center", ncol=min(len(seeds), 6),
+                       title="colour = seed (panels marked all seeds)")
+        fig.suptitle(wrap(f"{title}: nonzero eigenvalues of token-space circuits, each divided "
+                          "by its largest |λ|", MAX_WIDTH_IN, STYLE["figure.titlesize"]))
+    return fig
+
+
+COMPOSITION_MEASURES = (("positivity_real", "RdBu_r", "eigenvalue positivity", "positivity"),
+                        ("score_minus_baseline", "PuOr_r", "composition score − baseline",
+                         "score − base"))
+
+
+def composition_figure(comp, title: str, seed: int):
+    """K/Q/V composition of one seed: term positivity and score minus baseline per head
+    pair, one row per measure and layer pair, one colour scale per row."""
+    from matplotlib.colors import Normalize
+
+    comp = comp[comp["seed"] == seed]
+    kinds = ["K", "Q", "V"]
+    pairs = comp[["layer", "src_layer"]].drop_duplicates().values.tolist()
+    rows = [(l2, l1, m) for l2, l1 in pairs for m in COMPOSITION_MEASURES]
+    panel = max(min(1.75, (MAX_HEIGHT_IN - 0.6) / max(len(rows), 1) - 0.75), 0.8)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(len(rows), 3, figsize=(MAX_WIDTH_IN, len(rows) * (panel + 0.75) + 0.6),
+                                 constrained_layout=True, squeeze=False)
+        for r, (l2, l1, (col, cmap, long_label, short_label)) in enumerate(rows):
+            part = comp[(comp["layer"] == l2) & (comp["src_layer"] == l1)]
+            grids = [part[part["kind"] == kind].pivot(index="src_head", columns="head", values=col)
+                     for kind in kinds]
+            if col == "positivity_real":
+                vmax = 1.0
+            else:
+                vmax = max(max((np.nanmax(np.abs(g.values)) for g in grids if g.size), default=0), 1e-6)
+            norm = Normalize(-vmax, vmax)
+            for c, (kind, grid) in enumerate(zip(kinds, grids)):
+                ax = axes[r, c]
+                im = ax.imshow(grid.values, cmap=cmap, norm=norm)
+                cell = panel / max(grid.shape + (1,))
+                if cell >= 0.3:
+                    for (i, j), v in np.ndenumerate(grid.values):
+                        label = "0.00" if round(v, 2) == 0 else number(v, "+.2f")
+                        ax.text(j, i, label, ha="center", va="center",
+                                fontsize=SMALL_PT, color=text_colour(im.cmap(norm(v))))
+                ax.set_xticks(range(grid.shape[1]), [f"L{l2}H{h}" for h in grid.columns])
+                ax.set_yticks(range(grid.shape[0]), [f"L{l1}H{p}" for p in grid.index])
+                ax.set_xlabel("later head (reads)")
+                if c == 0:
+                    ax.set_ylabel("earlier head (writes)")
+                else:
+                    ax.tick_params(labelleft=False)
+                ax.set_title(f"{kind}-comp.: {short_label}")
+            fig.colorbar(im, ax=axes[r, :], shrink=0.9, format=tick_format(".2f"),
+                         label=wrap(long_label, 1.8, STYLE["axes.labelsize"]))
+        fig.suptitle(wrap(f"{title}: composition between layers (seed {seed}); cells: earlier "
+                          "head (row) writes, later head (column) reads",
+                          MAX_WIDTH_IN, STYLE["figure.titlesize"]))
+    return fig

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, difference_limits, loss_limits,
-                    number, plt, save, step_limits, wrap)
+from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, _band, _log_steps,
+                    difference_limits, loss_limits, number, plt, save, step_limits, wrap)
 
 PHASE_STYLE = {"loss_pred": ("loss fit midpoint", "tab:red", "--"),
                "induction_content": ("induction fit midpoint", "tab:purple", ":")}
@@ -59,12 +59,6 @@ def _curve(frame, metric, layer=-1, head=-1):
     from ..analysis.dynamics import metric_curve
 
     return metric_curve(frame, metric, layer, head)
-
-
-def _log_steps(ax, steps) -> None:
-    ax.set_xscale("log")
-    ax.set_xlim(*step_limits(steps))
-    ax.set_xlabel(STEP_LABEL)
 
 
 def loss_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: str,
@@ -337,4 +331,80 @@ def phase_change_figure(dynamics: pd.DataFrame, phase: pd.DataFrame, title: str)
                    title="points: checkpoints; lines: logistic fits in ln(step + 1); vertical: "
                          "midpoint of a phase change")
         fig.suptitle(wrap(f"{title}: phase change per seed", MAX_WIDTH_IN, SUPTITLE_PT))
+    return fig
+
+
+# ---------------------------------------------------------------- across seeds
+
+def training_curves(log, title: str, floor: float | None = None):
+    """Validation losses and predictable accuracy against step, mean and min-max over seeds."""
+    n = log["seed"].nunique()
+    log = log.assign(step1=log["step"] + 1)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 2.9), constrained_layout=True)
+        ax = axes[0]
+        _, top1 = _band(ax, log, "step1", "val_loss_all", "all targets")
+        _, top2 = _band(ax, log, "step1", "val_loss_pred", "predictable targets")
+        if floor is not None:
+            ax.axhline(floor, color="grey", ls=":", lw=1, label=f"floor, all targets ({floor:.3f})")
+        ax.set_ylim(*loss_limits(max(top1, top2)))
+        ax.set_ylabel("validation loss (nats)")
+        ax.set_title("validation loss")
+        ax.legend(loc="best")
+        ax = axes[1]
+        _band(ax, log, "step1", "val_acc_pred", "predictable targets", color="tab:green")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("argmax accuracy")
+        ax.set_title("validation accuracy, predictable targets")
+        for ax in axes:
+            _log_steps(ax, log["step"])
+        fig.suptitle(wrap(f"{title}: training curves, mean over {n} seed(s), band = min–max",
+                          MAX_WIDTH_IN, STYLE["figure.titlesize"]))
+    return fig
+
+
+DYNAMICS_PANELS = (("loss_pred", "first", "loss on predictable targets", "loss (nats)"),
+                   ("icl_score", "first", "ICL score", "loss at last − at first prediction (nats)"),
+                   ("induction", "max", "best induction score of any head", "induction score"),
+                   ("previous_token", "max", "best previous-token score of any head",
+                    "previous-token score"))
+
+
+def dynamics_bands(dynamics, title: str):
+    """Over training, mean and min-max over seeds: predictable loss, ICL score, and the
+    largest induction and previous-token score of any head, each with its chance level.
+
+    y ranges are the quantities' own: losses from 0, scores 0–1, the ICL score from
+    minus the initial loss to a little above 0 (noise is not magnified)."""
+    from ..analysis.dynamics import score_chance
+
+    per_step = lambda metric, how: (dynamics[dynamics["metric"] == metric]  # noqa: E731
+                                    .groupby(["seed", "step"])["value"].agg(how).reset_index())
+    n = dynamics["seed"].nunique()
+    loss_scale = per_step("loss_pred", "first")["value"].max()
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(MAX_WIDTH_IN, 5.2), constrained_layout=True)
+        for ax, (metric, how, name, label) in zip(axes.ravel(), DYNAMICS_PANELS):
+            frame = per_step(metric, how)
+            frame["step1"] = frame["step"] + 1
+            if len(frame):
+                lo, hi = _band(ax, frame, "step1", "value", "mean over seeds")
+            else:
+                lo, hi = 0.0, 1.0
+                ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
+            if f"{metric}_chance" in set(dynamics["metric"]):
+                ax.axhline(score_chance(dynamics, metric), color="grey", ls=":", lw=1.2, label="chance")
+                ax.legend(loc="upper left")
+            if metric.startswith("loss"):
+                ax.set_ylim(*loss_limits(hi))
+            elif metric == "icl_score":
+                ax.set_ylim(*difference_limits(lo, hi, loss_scale if np.isfinite(loss_scale) else 1.0))
+                ax.axhline(0, color="grey", lw=0.6)
+            else:
+                ax.set_ylim(0, 1)
+            _log_steps(ax, dynamics["step"])
+            ax.set_title(name)
+            ax.set_ylabel(label)
+        fig.suptitle(wrap(f"{title}: over training (mean over {n} seed(s), band min–max)",
+                          MAX_WIDTH_IN, STYLE["figure.titlesize"]))
     return fig

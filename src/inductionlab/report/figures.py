@@ -18,8 +18,11 @@ from .attention_plots import attention_models_from_files, attention_seeds_from_f
 from .models_plots import offsets_models, phase_change_models, training_models
 from .dynamics_plots import phase_change_figure
 from .offset_plots import offset_profile_figure
-from .plots import (ablated_patterns, ablation_bars, composition_figure, dynamics_bands,
-                    failure_chart, save, spectra_figure, training_curves)
+from .ablation_plots import ablated_patterns, ablation_bars
+from .circuit_plots import composition_figure, spectra_figure
+from .dynamics_plots import dynamics_bands, training_curves
+from .failure_plots import failure_chart
+from .plots import save
 
 
 def _rows(path, model: str):

@@ -63,7 +63,6 @@ LABELS = {
     "accuracy": "accuracy (share of letters right)",
     "in_distribution": "in distribution",
     # phase change
-    "loss_pred": "loss, predictable targets",
     "induction_content": "induction content part (score − control)",
     "coincidence": "gap |ln ratio| of the midpoints",
     "shape": "shape",
