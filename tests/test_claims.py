@@ -9,9 +9,11 @@ import torch
 import yaml
 
 from conftest import ROOT
-from inductionlab.report.claims import (TOO_CLOSE, DERIVED, FAILS, HOLDS, NOT_MEASURED, WRITE_UP_TITLE, ClaimError,
-                                 Tables, evaluate_claim, evaluate_claims, family_claims,
-                                 format_value, load_claims, metric_value, run_claims, scorecard)
+from inductionlab.report.claim_metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
+                                               Tables, family_claims, metric_value)
+from inductionlab.report.claim_rules import load_claims
+from inductionlab.report.claims import WRITE_UP_TITLE, evaluate_claim, evaluate_claims, run_claims, scorecard
+from inductionlab.report.numbers import format_value
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
@@ -696,7 +698,7 @@ def test_every_quote_is_verbatim_in_the_write_up():
 
 
 def _card_row(statuses, family="write_up", value_range=""):
-    from inductionlab.report.claims import verdict_text
+    from inductionlab.report.claim_words import verdict_text
 
     return {"family": family, "role": "one_layer_smeared", "claim": "local", "group": "g",
             "measure": "m", "test": "≥ 0.5", "holds": statuses.count(HOLDS),
@@ -754,7 +756,7 @@ def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_n
     ("==", 2, (0, 1), FAILS),
 ])
 def test_a_seed_is_decided_by_its_interval(compare, threshold, bounds, expected):
-    from inductionlab.report.claims import Estimate, decide
+    from inductionlab.report.claim_metrics import Estimate, decide
 
     value = sum(bounds) / 2
     assert decide(compare, threshold, Estimate(value, *bounds)) == expected
@@ -763,7 +765,7 @@ def test_a_seed_is_decided_by_its_interval(compare, threshold, bounds, expected)
 
 
 def test_intervals_are_read_beside_their_columns_and_carried_through(tables):
-    from inductionlab.report.claims import Estimate
+    from inductionlab.report.claim_metrics import Estimate
 
     b = tables["behaviour"]
     b["low"], b["high"] = b["value"] - 0.01, b["value"] + 0.01
@@ -797,7 +799,8 @@ def test_the_scorecard_gives_the_mean_over_seeds_with_its_interval(tables):
 
 
 def test_a_negative_threshold_reads_with_a_true_minus_sign():
-    from inductionlab.report.claims import DEFAULT_ROLE_RULES, test_text
+    from inductionlab.report.claim_metrics import DEFAULT_ROLE_RULES
+    from inductionlab.report.claim_words import test_text
 
     negative = claim(LOSS, "<=", -0.9)
     assert test_text(negative, DEFAULT_ROLE_RULES) == "≤ −0.9"
@@ -835,7 +838,8 @@ def test_a_required_column_makes_the_claim_not_measured_with_the_row_s_note():
 # ---------------------------------------------------------------- house style
 
 def test_the_write_up_s_printed_numbers_read_with_a_true_minus_sign(tables):
-    from inductionlab.report.claims import interval_text, Estimate
+    from inductionlab.report.claim_metrics import Estimate
+    from inductionlab.report.claim_words import interval_text
 
     c = {**claim(ACC, "<", 0.6, id="signs"), "write_up": "-0.712, -0.857", "reference": -0.9996,
          "measure": "heads with OV positivity < -0.5", "quote": "close to -1.0, an anti-copying head"}
@@ -860,7 +864,8 @@ def test_the_write_up_s_printed_numbers_read_with_a_true_minus_sign(tables):
     (1.0, 0.9994, 1.0, "1 [0.999, 1]"),
 ])
 def test_an_interval_is_shown_at_its_value_s_precision(value, low, high, text):
-    from inductionlab.report.claims import Estimate, interval_text
+    from inductionlab.report.claim_metrics import Estimate
+    from inductionlab.report.claim_words import interval_text
 
     assert interval_text(Estimate(value, low, high)) == text
 
@@ -888,7 +893,7 @@ LOSS_DELTA = {"table": "ablations", "where": {"ablation": "smear_off_L0"}, "colu
     ({**ACC, "unit": "nats"}, "nats"),  # a metric may declare its unit
 ])
 def test_a_claim_s_unit_comes_from_its_table_and_column(metric, unit):
-    from inductionlab.report.claims import claim_unit
+    from inductionlab.report.claim_words import claim_unit
 
     assert claim_unit(claim(metric)) == unit
 
@@ -921,7 +926,7 @@ def test_a_claim_with_an_unknown_unit_is_refused(tmp_path):
 def test_every_claim_of_the_write_up_has_a_unit_or_none_on_purpose():
     """The claims of claims.yaml whose quantity is a loss read in nats, an offset-profile
     effect in logits, an attention score as a share of attention."""
-    from inductionlab.report.claims import claim_unit
+    from inductionlab.report.claim_words import claim_unit
 
     units = {c["id"]: claim_unit(c) for c in load_claims(ROOT / "workflow" / "claims.yaml")}
     assert units["two_layer.k_composition_matters_for_loss"] == "nats"

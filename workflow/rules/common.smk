@@ -245,7 +245,7 @@ def report_inputs():
 
 def claim_groups():
     """The write-up's algorithms that group the claims (``groups`` in workflow/claims.yaml)."""
-    from inductionlab.report.claims import load_settings
+    from inductionlab.report.claim_rules import load_settings
 
     return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
 

@@ -1,24 +1,20 @@
 """Turning the result tables into the report's HTML tables.
 
-The report's one rule for digits (here and in :mod:`.claims`): a number is shown to
-:data:`SIGNIFICANT` (3) significant digits (:func:`decimals`: "0.500", "−1.00" for
-−0.9996, "2.61", "1235"), trailing zeros kept; an integer as it is. The numbers that go
-with a value (its interval; the std, min and max over seeds) are shown at the value's
-decimals, or at their own 3 significant digits where those are fewer
-(:func:`companion_places`): "−0.233 [−0.377, −0.088]", "0.0110 [0.0060, 0.0160]",
-"0.0413 [−0.0348, 0.117]"; a spread below the last digit shown gets one significant
-digit. Every minus sign is the true minus U+2212
+Every number in a cell follows the report's one number format (:mod:`.numbers`: 3
+significant digits; a value's companions, its interval or its spread over seeds, at its
+decimals): "−0.233 [−0.377, −0.088]", "0.0110 [0.0060, 0.0160]"; a spread below the last
+digit shown gets one significant digit. Every minus sign is the true minus U+2212
 (:func:`inductionlab.report.labels.minus_signs`), text cells included; NaN is an en dash,
 infinity ∞. Only the display changes: the tables keep every digit.
 """
 from __future__ import annotations
 
 import html
-import math
 
 import pandas as pd
 
-from .labels import label, minus_signs, value_label
+from .labels import label, value_label
+from .numbers import companion_places, decimals, fmt, fmt_at
 
 LABELLED_VALUES = {"metric", "kind", "ablation", "roles"}  # cells whose names read in words
 
@@ -45,58 +41,8 @@ def select(frame: pd.DataFrame, where: dict | None = None,
     return frame
 
 
-SIGNIFICANT = 3
 # columns whose -1 means "not applicable" (a model-level row has layer and head -1)
 PLACEHOLDER_COLUMNS = {"layer", "head", "src_layer", "src_head", "position"}
-
-
-def decimals(value: float, significant: int = SIGNIFICANT) -> int:
-    """Digits after the point that show ``value`` to ``significant`` significant digits,
-    counted on the rounded number (−0.9996 is "−1.00", 0.0009996 is "0.00100")."""
-    if value == 0 or not math.isfinite(value):
-        return 0
-    exponent = math.floor(math.log10(abs(value)))
-    if round(abs(value), significant - 1 - exponent) >= 10.0 ** (exponent + 1):
-        exponent += 1  # rounding carries into the next digit
-    return max(0, significant - 1 - exponent)
-
-
-def companion_places(value: float, other: float) -> int:
-    """Decimals for ``other``, a number shown with ``value`` (an interval bound; the std,
-    min or max over seeds): the value's :func:`decimals` (``other``'s own when the value is
-    0), but never more than ``other``'s own significant digits need, so a bound is never
-    shown more precisely than the value, nor padded where the value is near 0:
-    "0.0110 [0.0060, 0.0160]", "0.00012 [−0.500, 0.500]"."""
-    if value == 0 or not math.isfinite(value):
-        return decimals(other)
-    if other == 0 or not math.isfinite(other):
-        return decimals(value)
-    return min(decimals(value), decimals(other))
-
-
-def fmt_at(value: float, places: int) -> str:
-    """``value`` with ``places`` decimals; NaN an en dash, infinities ∞, minus signs true."""
-    if math.isnan(value):
-        return "–"
-    if math.isinf(value):
-        return "∞" if value > 0 else "−∞"
-    text = f"{value:.{places}f}"
-    if float(text) == 0:
-        text = text.lstrip("-")
-    return text.replace("-", "−")
-
-
-def fmt(value) -> str:
-    """A cell: a float to :data:`SIGNIFICANT` significant digits (the one number format of
-    the report), an integer as is, NaN as an en dash, text escaped."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return fmt_at(value, decimals(value))
-    if isinstance(value, int):
-        return str(value).replace("-", "−")
-    return html.escape(minus_signs(value))
-
 
 def spread_cell(row) -> str:
     """mean ± std [min, max] of a summary row: the mean to three significant digits, the

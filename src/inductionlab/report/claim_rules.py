@@ -1,0 +1,68 @@
+"""The claims file (workflow/claims.yaml) read and checked: every claim names its model (its
+role), a metric, a comparison and a threshold, a source (the write-up's text quoted, or a
+statement), and optionally a group, further conditions (``also``) and a unit."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .claim_metrics import COMPARISONS, ROLE, ClaimError
+from .claim_words import UNITS
+
+DEFAULT_AT_CHANCE_WITHIN = 0.05
+
+
+SOURCES = {
+    "write-up": "quote",     # a sentence of the write-up's text, verbatim
+    "reference": "statement",  # a result the text does not print, in our words
+    "anthropic": "statement",  # a paraphrase of Anthropic's account
+}
+
+
+def load_claims(path) -> list[dict]:
+    data = yaml.safe_load(Path(path).read_text())
+    claims, groups = data["claims"], data.get("groups", {})
+    seen = set()
+    for k, claim in enumerate(claims):
+        for key in ("id", "variant", "metric", "compare", "threshold"):
+            if key not in claim:
+                raise ClaimError(f"{path}: claim {k} ({claim.get('id', '?')}) lacks {key!r}")
+        source = claim.setdefault("source", "write-up")
+        if source not in SOURCES:
+            raise ClaimError(f"{path}: claim {claim['id']}: source {source!r}; allowed: {list(SOURCES)}")
+        if SOURCES[source] not in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: source {source!r} needs "
+                             f"{SOURCES[source]!r}")
+        if source != "write-up" and "quote" in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: only the write-up is quoted; give "
+                             f"a source {source!r} claim a 'statement'")
+        if groups and claim.get("group") not in groups:
+            raise ClaimError(f"{path}: claim {claim['id']}: group {claim.get('group')!r}; "
+                             f"allowed: {list(groups)}")
+        if claim["compare"] not in COMPARISONS:
+            raise ClaimError(f"{path}: claim {claim['id']}: compare {claim['compare']!r}; "
+                             f"allowed: {list(COMPARISONS)}")
+        if claim["threshold"] == ROLE and "chance" not in claim:
+            raise ClaimError(f"{path}: claim {claim['id']}: threshold 'role' needs a chance metric")
+        if not isinstance(claim["threshold"], (int, float)) and claim["threshold"] != ROLE:
+            raise ClaimError(f"{path}: claim {claim['id']}: threshold {claim['threshold']!r}; "
+                             f"give a number or {ROLE!r}")
+        for extra in claim.get("also", []):
+            if extra.get("compare") not in COMPARISONS or "metric" not in extra or "threshold" not in extra:
+                raise ClaimError(f"{path}: claim {claim['id']}: every 'also' entry needs metric, "
+                                 f"compare (one of {list(COMPARISONS)}) and threshold")
+        if claim.get("unit") not in (None, "", *UNITS):
+            raise ClaimError(f"{path}: claim {claim['id']}: unit {claim['unit']!r}; allowed: "
+                             f"{list(UNITS)} or '' (none)")
+        if claim["id"] in seen:
+            raise ClaimError(f"{path}: claim id {claim['id']!r} appears twice")
+        seen.add(claim["id"])
+    return claims
+
+
+def load_settings(claims_yaml) -> dict:
+    """The file-level settings of claims.yaml (``at_chance_within``)."""
+    data = yaml.safe_load(Path(claims_yaml).read_text())
+    return {"at_chance_within": float(data.get("at_chance_within", DEFAULT_AT_CHANCE_WITHIN)),
+            "groups": dict(data.get("groups", {}))}
