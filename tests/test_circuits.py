@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from inductionlab.analysis import circuits as C
+from inductionlab.analysis.eigen import eigenvalues_full
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import save_weights
 from inductionlab.stages.analyses import write_circuits
@@ -14,7 +15,7 @@ from conftest import spec_document
 
 
 def _positivity_full(M):
-    return C.eigen_positivity(C.eigenvalues_full(M))
+    return C.eigen_positivity(eigenvalues_full(M))
 
 
 def _positivity_low_rank(factors):
@@ -139,7 +140,7 @@ def test_low_rank_and_full_forms_agree(name):
     forms = {n: (f, M) for n, f, M in _all_forms(random_arrays(seed=1))}
     (left, right), M = forms[name]
     assert left.shape == (26, 8) and right.shape == (8, 26)
-    full, low = C.eigenvalues_full(M), C.eigenvalues_low_rank(left, right)
+    full, low = eigenvalues_full(M), C.eigenvalues_low_rank(left, right)
     assert full.shape == low.shape == (26,)
     _assert_same_nonzero_spectrum(full, low, k=8)
     z_full, z_low = C.eigen_positivity(full), C.eigen_positivity(low)

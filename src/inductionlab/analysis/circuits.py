@@ -24,79 +24,20 @@ This module must not import torch (it runs on the saved ``weights.npz`` alone).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
+from .composition import (COMPOSITION_KINDS, composition_baseline, composition_reader,
+                          composition_score, ov_matrix)
+from .eigen import _spectrum_order, eigen_positivity, eigenvalues_low_rank, imaginary_share
+from .matrices import _expand, _factor_pair, _matrix, _product
 
-COMPOSITION_KINDS = ("K", "Q", "V")
-
-# Random baseline of the composition score: samples and seed (fixed so that the
-# tables are reproducible; the standard error of the mean is about 0.02 / sqrt(1000)).
-BASELINE_SAMPLES = 1000
-BASELINE_SEED = 0
 
 CIRCUIT_COLUMNS = ["variant", "seed", "circuit", "layer", "head",
                    "positivity_real", "positivity_imag", "imaginary_share", "frobenius_norm"]
 COMPOSITION_COLUMNS = ["variant", "seed", "kind", "layer", "head", "src_layer", "src_head",
                        "positivity_real", "positivity_imag", "score", "baseline",
                        "score_minus_baseline"]
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def _matrix(name: str, x) -> np.ndarray:
-    """``x`` as a 2-d array; ValueError naming ``name`` otherwise."""
-    x = np.asarray(x)
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-d matrix, got shape {x.shape}")
-    return x
-
-
-def _stack(name: str, x) -> np.ndarray:
-    """``x`` as an array of matrices (``[..., m, n]``); ValueError naming ``name`` otherwise."""
-    x = np.asarray(x)
-    if x.ndim < 2:
-        raise ValueError(f"{name} must be a matrix or a stack of matrices, got shape {x.shape}")
-    return x
-
-
-def _check_inner(left_name: str, left: np.ndarray, right_name: str, right: np.ndarray) -> None:
-    """ValueError naming both factors unless ``left @ right`` is defined."""
-    if left.shape[-1] != right.shape[-2]:
-        raise ValueError(
-            f"cannot multiply {left_name} {left.shape} by {right_name} {right.shape}: "
-            f"inner dimensions {left.shape[-1]} and {right.shape[-2]} differ"
-        )
-
-
-def _product(*factors: tuple[str, np.ndarray]) -> np.ndarray:
-    """Matrix product of named factors, left to right, with the shapes checked."""
-    (name, result), *rest = factors
-    for next_name, x in rest:
-        _check_inner(name, result, next_name, x)
-        result = result @ x
-        name = f"{name} {next_name}"
-    return result
-
-
-def _factor_pair(left_name: str, left: np.ndarray, right_name: str, right: np.ndarray):
-    """``(left, right)`` after checking that ``left @ right`` is a square V x V matrix."""
-    _check_inner(left_name, left, right_name, right)
-    if left.shape[0] != right.shape[1]:
-        raise ValueError(
-            f"{left_name} {left.shape} has {left.shape[0]} rows (tokens) but {right_name} "
-            f"{right.shape} has {right.shape[1]} columns (tokens); they must agree"
-        )
-    return left, right
-
-
-def _expand(factors: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """The V x V circuit ``left @ right`` of a factor pair."""
-    left, right = factors
-    return left @ right
 
 
 # ------------------------------------------------------------ token-space circuits
@@ -228,134 +169,6 @@ def v_composition_term(W_E, W_V_h, W_O_h, W_V_p, W_O_p, W_U) -> np.ndarray:
     when it attends to where p wrote it.
     """
     return _expand(v_composition_factors(W_E, W_V_h, W_O_h, W_V_p, W_O_p, W_U))
-
-
-# ------------------------------------------------------------ eigenvalue positivity
-
-
-def eigenvalues_full(M) -> np.ndarray:
-    """All eigenvalues of the square matrix ``M`` (``np.linalg.eigvals``, in float64)."""
-    M = _matrix("M", M)
-    if M.shape[0] != M.shape[1]:
-        raise ValueError(f"M must be square, got shape {M.shape}")
-    return np.linalg.eigvals(M.astype(np.result_type(M, np.float64)))
-
-
-def eigenvalues_low_rank(left, right) -> np.ndarray:
-    """The V eigenvalues of ``left @ right`` (``left`` [V, k], ``right`` [k, V]).
-
-    For k < V they are the eigenvalues of the k x k matrix ``right @ left`` followed by
-    V - k zeros (AB and BA share their nonzero eigenvalues): exact and cheaper. For
-    k >= V the V x V product is the smaller matrix and is used directly.
-    """
-    left, right = _matrix("left", left), _matrix("right", right)
-    V, k = left.shape
-    if right.shape != (k, V):
-        raise ValueError(f"right must have shape {(k, V)} to match left {left.shape}, "
-                         f"got {right.shape}")
-    if k >= V:
-        return eigenvalues_full(left @ right)
-    small = eigenvalues_full(right @ left)
-    return np.concatenate([small, np.zeros(V - k, dtype=small.dtype)])
-
-
-def eigen_positivity(eigenvalues) -> complex:
-    """Eigenvalue positivity ``Σλ / Σ|λ|`` (complex).
-
-    +1: every eigenvalue is positive real (the circuit copies, in the OV case);
-    -1: every eigenvalue is negative real. The real part is the reported metric.
-    For a real matrix the eigenvalues come in conjugate pairs, so the imaginary part
-    is zero up to rounding; it is kept as a check. Zero eigenvalues do not change the
-    value, so the k x k and the V x V spectra give the same positivity.
-
-    An all-zero (or empty) spectrum has no direction: the value is defined as
-    ``complex(nan, nan)``.
-    """
-    lam = np.asarray(eigenvalues)
-    if lam.ndim != 1:
-        raise ValueError(f"eigenvalues must be 1-d, got shape {lam.shape}")
-    total_abs = np.abs(lam).sum()
-    if total_abs == 0:
-        return complex(np.nan, np.nan)
-    return complex(lam.sum() / total_abs)
-
-
-def imaginary_share(eigenvalues) -> float:
-    """How far a spectrum is from real: ``Σ|Im λ| / Σ|λ|`` (0: every eigenvalue is real, the
-    circuit scales each of its directions; near 1: it mostly rotates them). Unlike the
-    imaginary part of :func:`eigen_positivity`, which conjugate pairs cancel, it can be
-    large. NaN for an all-zero spectrum."""
-    lam = np.asarray(eigenvalues)
-    total_abs = np.abs(lam).sum()
-    return float(np.abs(lam.imag).sum() / total_abs) if total_abs else math.nan
-
-
-def _spectrum_order(lam: np.ndarray) -> np.ndarray:
-    """``lam`` ordered by decreasing magnitude, then real part, then imaginary part."""
-    return lam[np.lexsort((-lam.imag, -lam.real, -np.abs(lam)))]
-
-
-# ------------------------------------------------- composition in d_model space
-
-
-def ov_matrix(W_V, W_O) -> np.ndarray:
-    """``W_V W_O`` [D, D] (or a stack [..., D, D]): what a head writes, per residual direction."""
-    return _product(("W_V", _stack("W_V", W_V)), ("W_O", _stack("W_O", W_O)))
-
-
-def qk_matrix(W_Q, W_K) -> np.ndarray:
-    """``W_Q W_Kᵀ`` [D, D] (or a stack): the bilinear form of the attention score."""
-    W_K = _stack("W_K", W_K)
-    return _product(("W_Q", _stack("W_Q", W_Q)), ("W_Kᵀ", np.swapaxes(W_K, -1, -2)))
-
-
-def composition_reader(kind: str, W_Q_h, W_K_h, W_V_h, W_O_h) -> np.ndarray:
-    """The right factor R of the composition score of later head h.
-
-    ``K``: ``W_K^h (W_Q^h)ᵀ``; ``Q``: ``W_Q^h (W_K^h)ᵀ``; ``V``: ``W_V^h W_O^h``
-    (TransformerLens: QK.T, QK and OV). Works on stacks of heads as well.
-    """
-    if kind == "K":
-        return np.swapaxes(qk_matrix(W_Q_h, W_K_h), -1, -2)
-    if kind == "Q":
-        return qk_matrix(W_Q_h, W_K_h)
-    if kind == "V":
-        return ov_matrix(W_V_h, W_O_h)
-    raise ValueError(f"kind={kind!r}; allowed: {COMPOSITION_KINDS}")
-
-
-def composition_score(L, R) -> np.ndarray | float:
-    """Composition score ``‖L R‖_F / (‖L‖_F ‖R‖_F)`` in d_model space.
-
-    ``L = W_V^p W_O^p`` (earlier head p, :func:`ov_matrix`) and ``R`` from
-    :func:`composition_reader`. Stacks [..., D, D] give one score per matrix.
-    """
-    L, R = _stack("L", L), _stack("R", R)
-    LR = _product(("L", L), ("R", R))
-    norm = lambda x: np.linalg.norm(x, axis=(-2, -1))  # noqa: E731  Frobenius, per matrix
-    return norm(LR) / (norm(L) * norm(R))
-
-
-def composition_baseline(D: int, d: int, n_samples: int = BASELINE_SAMPLES,
-                         seed: int = BASELINE_SEED, kind: str = "K") -> tuple[float, float]:
-    """Mean and standard deviation of the composition score of random heads.
-
-    Draws ``n_samples`` independent Gaussian heads with the model's factor shapes
-    (earlier head p: W_V [D, d], W_O [d, D]; later head h: W_Q, W_K, W_V [D, d],
-    W_O [d, D]), forms ``L`` and ``R`` exactly as for real heads (``kind`` picks R) and
-    scores them. The score is scale-invariant, so the variance does not matter; the
-    Gaussian distribution is rotation-invariant, so the three kinds agree in
-    distribution (they are separate samples with the same seed).
-    """
-    if n_samples < 2:
-        raise ValueError(f"n_samples must be at least 2, got {n_samples}")
-    rng = np.random.default_rng(seed)
-    draw = lambda *shape: rng.standard_normal((n_samples, *shape))  # noqa: E731
-    W_V_p, W_O_p = draw(D, d), draw(d, D)
-    W_Q_h, W_K_h, W_V_h, W_O_h = draw(D, d), draw(D, d), draw(D, d), draw(d, D)
-    scores = composition_score(ov_matrix(W_V_p, W_O_p),
-                               composition_reader(kind, W_Q_h, W_K_h, W_V_h, W_O_h))
-    return float(scores.mean()), float(scores.std(ddof=1))
 
 
 # ------------------------------------------------------------------ whole models
