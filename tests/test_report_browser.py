@@ -22,6 +22,8 @@ from services import started
 from inductionlab.report.render import build_html
 from test_report_render import _png, manifest  # noqa: F401  (manifest is a fixture)
 
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
+
 
 @pytest.fixture(scope="module")
 def browser():

@@ -29,6 +29,8 @@ from conftest import ROOT, TINY_CONFIG, snakemake_command
 from services import started
 from slurm_cluster import ClusterUnavailable, LocalCluster
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slurm]  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
+
 VARIANT = "two_layer"  # two layers: the composition tables and ablations have work to do
 PROFILE = ROOT / "workflow" / "profiles" / "slurm"
 RUN_TIMEOUT_S = 900  # the run takes a few minutes on two cores; this bounds a hang

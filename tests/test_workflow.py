@@ -19,6 +19,8 @@ from inductionlab.report.tables import fmt
 from inductionlab.core.loading import load_model
 from inductionlab.core.weights import model_from_weights
 
+pytestmark = pytest.mark.e2e  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
+
 # three_layer is a variant added by config only: every stage runs on it unchanged.
 VARIANTS = ("one_layer", "one_layer_smeared", "two_layer", "three_layer")
 

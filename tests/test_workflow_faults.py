@@ -9,6 +9,8 @@ import pytest
 
 from conftest import snakemake_command
 
+pytestmark = pytest.mark.e2e  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
+
 ANALYSIS = ["ablations.csv", "ablated_attention.npz"]
 
 
