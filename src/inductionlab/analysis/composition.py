@@ -1,4 +1,4 @@
-"""Composition between layers in d_model space (numpy only; docs/methods.md, "Composition"):
+"""Composition between layers in d_model space (numpy only; docs/methods.md, "Circuits"):
 the OV and QK matrices of a head, the matrix a later head reads an earlier head's output
 with (K-, Q- or V-composition), the Frobenius composition score and its baseline for
 random matrices of the same shapes."""
