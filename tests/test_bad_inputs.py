@@ -187,6 +187,8 @@ def test_dynamics_checks_every_checkpoint_of_the_schedule(_run, trained, tmp_pat
     shutil.copy(trained / "bad" / "truncated_model.pt", ckpts / "step000003.pt")
     proc = _dynamics(_run, trained, ckpts, tmp_path)
     _assert_one_clear_line(proc, ckpts / "step000003.pt", "truncated")
+    # one remedy, whole: retrain the model (deleting the checkpoint alone would not rebuild it)
+    assert f"delete {tmp_path / 'model.pt'} and rerun snakemake to retrain" in proc.stderr
     assert not (tmp_path / "out").exists()
 
 

@@ -357,14 +357,14 @@ def validate_experiment(config: dict, name: str, schema_path: str | Path, check=
     return settings
 
 
-def read_yaml(path) -> dict:
+def read_yaml(path, kind: str = "config file") -> dict:
     """A YAML config file as a mapping; a syntax error or a key given twice is one line
     naming file:line:column."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: no such config file" if not path.exists()
-                          else f"{path}: is a directory, not a config file" if path.is_dir()
-                          else f"{path}: is not a regular file, so not a config file")
+        raise ConfigError(f"{path}: no such {kind}" if not path.exists()
+                          else f"{path}: is a directory, not a {kind}" if path.is_dir()
+                          else f"{path}: is not a regular file, so not a {kind}")
     try:
         data = load_yaml_text(path.read_text())
     except yaml.constructor.ConstructorError as err:
@@ -376,11 +376,11 @@ def read_yaml(path) -> dict:
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"{where}: YAML syntax error: {err.problem or err.context}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not a YAML file ({err})") from None
+        raise ConfigError(f"{path}: not a YAML file, so not a {kind} ({str(err)[:120]})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the config must be a mapping of keys to values")
+        raise ConfigError(f"{path}: a {kind} is a mapping of keys to values")
     return data
 
 
