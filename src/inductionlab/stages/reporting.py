@@ -119,8 +119,11 @@ def manifest_files(document) -> list[Path]:
         return [p for v in document.values() for p in manifest_files(v)]
     if isinstance(document, list):
         return [p for v in document for p in manifest_files(v)]
-    if isinstance(document, str) and len(document) < 4096 and Path(document).is_file():
-        return [Path(document)]
+    if isinstance(document, str) and "\n" not in document:
+        try:
+            return [Path(document)] if Path(document).is_file() else []
+        except (OSError, ValueError):  # words, not a path: too long a name, a NUL
+            return []
     return []
 
 
