@@ -285,6 +285,8 @@ class _SeedRun:
             state = self.readable(step)
             if state is not None:
                 return step, state
+        if steps:
+            self.log(f"[{self.name}] no readable saved state: training from step 0")
         return 0, None
 
     def restore(self, step: int, state: dict) -> dict:
