@@ -332,7 +332,7 @@ def test_a_file_changed_since_the_workflow_wrote_it_is_refused(_run, trained, tm
     log = folder / "train_log.csv"
     lines = log.read_text().splitlines(keepends=True)
     log.write_text("".join(lines[:2]))  # whole lines: no sign of it but the recorded digest
-    with pytest.raises(BadInput, match=r"truncated: \d+ of the \d+ bytes written"):
+    with pytest.raises(BadInput, match=r"truncated to \d+ of its \d+ bytes since"):
         read_table(log)
     spec = folder / "spec.json"
     spec.write_text(spec.read_text().replace('"steps": 10', '"steps": 11'))

@@ -55,9 +55,9 @@ def check_digest(path) -> None:
         return
     if sha256(path) != recorded:
         now = path.stat().st_size
-        how = (f"truncated: {now} of the {size} bytes written" if size.isdigit() and now < int(size)
+        how = (f"truncated to {now} of its {size} bytes" if size.isdigit() and now < int(size)
                else "damaged or edited")
-        raise BadInput(path, f"is not the file the workflow wrote, it was {how} since (its SHA-256 "
+        raise BadInput(path, f"is not the file the workflow wrote: it was {how} since (its SHA-256 "
                        f"differs from the one recorded in {record.name})",
                        hint=REBUILD if path.name != "spec.json" else
                        "delete it and rerun snakemake, which writes it from config.yaml again; "
