@@ -7,11 +7,14 @@ from inductionlab.config import ConfigError, check_workflow_config, read_yaml
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, output_path_problems,
                                           rule_file_patterns)
 
-# config.yaml is read by the line below; read it first ourselves, so that a YAML syntax
-# error is one line naming the file, line and column.
+# config.yaml is read by the line below and --configfile files by Snakemake itself; read
+# them first ourselves, so that a YAML syntax error or a key given twice (which Snakemake
+# would let replace the first) is one line naming the file, line and column.
 try:
-    if os.path.exists("config.yaml"):
-        read_yaml("config.yaml")
+    for _file in (["config.yaml"] if os.path.exists("config.yaml") else []) + list(
+        workflow.overwrite_configfiles or []
+    ):
+        read_yaml(_file)
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
 

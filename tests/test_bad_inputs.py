@@ -187,6 +187,8 @@ def test_dynamics_checks_every_checkpoint_of_the_schedule(_run, trained, tmp_pat
     shutil.copy(trained / "bad" / "truncated_model.pt", ckpts / "step000003.pt")
     proc = _dynamics(_run, trained, ckpts, tmp_path)
     _assert_one_clear_line(proc, ckpts / "step000003.pt", "truncated")
+    # one remedy, whole: retrain the model (deleting the checkpoint alone would not rebuild it)
+    assert f"delete {tmp_path / 'model.pt'} and rerun snakemake to retrain" in proc.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -204,3 +206,169 @@ def test_figures_from_a_bad_archive(_run, trained, tmp_path, name, words):
     path = trained / name
     _assert_one_clear_line(_run("attention-figures", "--attention", path, "--out-dir", tmp_path / "figs"), path, words)
     assert not (tmp_path / "figs").exists()
+
+
+# ---------------------------------------------------------------- inputs of the wrong kind
+
+def _settings_files(folder):
+    """Settings files of three stages, as the workflow writes them (task included)."""
+    task = tiny_spec()["task"]
+    files = {"behaviour": {"eval_seed": 1, "n_sequences": 16, "roles": {"local_window": 3},
+                           "prompts": [{"prompt": "ABCDEF"}], "task": task},
+             "ablations": {"entries": [{"kind": "zero_heads", "target": "all"}], "task": task},
+             "positional_shortcut": {"prompts": ["ABCDEF"], "prompt_len": 12, "n_random_prompts": 4,
+                                     "n_sequences": 8, "eval_seed": 1, "task": task}}
+    for name, document in files.items():
+        (folder / f"{name}.json").write_text(json.dumps(document))
+    return {name: folder / f"{name}.json" for name in files}
+
+
+def test_a_stage_given_another_stages_settings(_run, trained, tmp_path):
+    s, model, out = _settings_files(tmp_path), trained / "model" / "model.pt", tmp_path / "out"
+    proc = _run("behaviour", "--model", model, "--settings", s["ablations"], "--completions", out / "a",
+                "--failure-modes", out / "b", "--attention", out / "c.npz", "--head-scores", out / "d",
+                "--summary", out / "e")
+    _assert_one_clear_line(proc, s["ablations"], "it is not the behaviour settings")
+    proc = _run("ablations", "--model", model, "--behaviour-settings", s["behaviour"],
+                "--settings", s["behaviour"], "--table", out / "a", "--attention", out / "b.npz")
+    _assert_one_clear_line(proc, s["behaviour"], "has no key(s) entries: it is not the ablations settings")
+    proc = _run("positional-shortcut", "--model", model, "--settings", s["behaviour"], "--metrics",
+                out / "a", "--offsets", out / "b", "--completions", out / "c", "--positions", out / "d")
+    _assert_one_clear_line(proc, s["behaviour"], "it is not the positional_shortcut settings")
+    assert not out.exists()
+
+
+def test_report_given_no_manifest(_run, tmp_path):
+    for text, words in (("{}", "has no key(s) title"), ("", "is empty"), ("[1]", "holds a JSON list")):
+        (tmp_path / "manifest.json").write_text(text)
+        proc = _run("report", "--manifest", tmp_path / "manifest.json", "--html", tmp_path / "r.html",
+                    "--pdf", tmp_path / "r.pdf")
+        _assert_one_clear_line(proc, tmp_path / "manifest.json", words)
+
+
+def test_figures_given_the_wrong_table_or_archive(_run, trained, tmp_path):
+    s = _settings_files(tmp_path)
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("variant,seed,layer,head,induction\none_layer,0,0,0,0.5\n")
+    proc = _run("figure", "--name", "training", "--model", "one_layer", "--settings", s["behaviour"],
+                "--out", tmp_path / "f.png", "--inputs", wrong)
+    _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
+    proc = _run("positional-shortcut-figures", "--offsets", wrong, "--positions", wrong, "--settings",
+                s["positional_shortcut"], "--offsets-figure", tmp_path / "a.png",
+                "--positions-figure", tmp_path / "b.png")
+    _assert_one_clear_line(proc, wrong, "it is not the stacked positional_shortcut_positions table")
+    weights = trained / "model" / "weights.npz"
+    proc = _run("attention-figures", "--attention", weights, "--out-dir", tmp_path / "figs")
+    _assert_one_clear_line(proc, weights, "has no array(s) mean_pattern_L0")
+    assert not list(tmp_path.glob("*.png")) and not (tmp_path / "figs").exists()
+
+
+def test_claims_given_a_binary_file(_run, trained, tmp_path):
+    claims = tmp_path / "claims.yaml"
+    claims.write_bytes(bytes(range(256)))
+    proc = _run("claims", "--claims-yaml", claims, "--claims", tmp_path / "c.csv", "--scorecard",
+                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv")
+    _assert_one_clear_line(proc, claims, "not a YAML file, so not a claims file")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_train_on_cuda_without_a_gpu(_run, tmp_path):
+    spec = tiny_spec(steps=10)
+    spec["device"] = "cuda"
+    write_spec(tmp_path / "spec.json", spec)
+    proc = _run("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if "error" in l]
+    assert "device is 'cuda' but torch sees no CUDA device" in line
+
+
+def test_a_spec_that_trains_no_step_is_refused(_run, tmp_path):
+    spec = tiny_spec(steps=10)
+    spec["train"]["steps"] = 0
+    write_spec(tmp_path / "spec.json", spec)
+    proc = _run("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
+    _assert_one_clear_line(proc, tmp_path / "spec.json", "train.steps: 0 is below 1")
+    assert not (tmp_path / "out" / "model.pt").exists()
+
+
+def test_write_json_refuses_nan(_run, tmp_path):
+    proc = _run("write-json", "--out", tmp_path / "x.json", "--document", '{"a": NaN}')
+    _assert_one_clear_line(proc, tmp_path / "x.json", "holds NaN or an infinity")
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_threads_below_one_are_refused(trained, tmp_path, capsys):
+    from inductionlab.cli import main as cli
+
+    with pytest.raises(SystemExit) as stop:
+        cli(["train", "--spec", str(trained / "model" / "spec.json"), "--out-dir", str(tmp_path),
+             "--threads", "-1"])
+    assert stop.value.code == 2 and "-1 is not a positive integer" in capsys.readouterr().err
+
+
+def test_aggregate_refuses_a_name_that_is_not_its_inputs(_run, trained, tmp_path):
+    log = trained / "model" / "train_log.csv"
+    proc = _run("aggregate", "--name", "bogus", "--long", tmp_path / "l.csv", "--summary",
+                tmp_path / "s.csv", "--inputs", log)
+    _assert_one_clear_line(proc, log, "is not a bogus.csv")
+    assert not (tmp_path / "l.csv").exists()
+
+
+def test_complete_refuses_a_letter_that_upper_cases_to_two(_run, trained):
+    proc = _run("complete", trained / "model" / "model.pt", "ABCDEFABCDEﬆ")
+    _assert_one_clear_line(proc, "ABCDEFABCDEﬆ", "character(s) ['ﬆ'] are not among the 26 letters")
+
+
+# ---------------------------------------------------------------- files changed since written
+
+def test_a_file_changed_since_the_workflow_wrote_it_is_refused(_run, trained, tmp_path):
+    import shutil
+
+    from inductionlab.atomic import write_csv
+    from inductionlab.core.loading import read_spec, read_table
+
+    folder = tmp_path / "model"
+    shutil.copytree(trained / "model", folder)  # the digests travel with their files
+    log = folder / "train_log.csv"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:2]))  # whole lines: no sign of it but the recorded digest
+    with pytest.raises(BadInput, match=r"truncated to \d+ of its \d+ bytes since"):
+        read_table(log)
+    spec = folder / "spec.json"
+    spec.write_text(spec.read_text().replace('"steps": 10', '"steps": 11'))
+    with pytest.raises(BadInput, match="damaged or edited since.*writes it from config.yaml again"):
+        read_spec(spec)
+    proc = _run("train", "--spec", spec, "--out-dir", tmp_path / "out")
+    _assert_one_clear_line(proc, spec, "is not the file the workflow wrote")
+    assert not (tmp_path / "out").exists()
+    import pandas as pd
+
+    write_csv(log, pd.DataFrame({"variant": ["a"], "seed": [0]}))  # written again: taken
+    assert len(read_table(log)) == 1
+
+
+def test_a_per_head_table_lacking_a_head_is_refused(_run, trained, tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    folder = tmp_path / "seed0"
+    folder.mkdir()
+    shutil.copy(trained / "model" / "spec.json", folder / "spec.json")  # 2 layers x 4 heads
+    rows = [{"variant": "two_layer", "seed": 0, "layer": l, "head": h, "induction": 0.1}
+            for l in range(2) for h in range(4)]
+    pd.DataFrame(rows[:-1]).to_csv(folder / "head_scores.csv", index=False)
+    proc = _run("aggregate", "--name", "head_scores", "--long", tmp_path / "l.csv", "--summary",
+                tmp_path / "s.csv", "--inputs", folder / "head_scores.csv")
+    _assert_one_clear_line(proc, folder / "head_scores.csv", "has 7 row(s) for the 8 heads of its model (missing L1H3)")
+
+
+def test_the_next_write_removes_what_a_killed_write_left(tmp_path):
+    from inductionlab.atomic import write_text
+
+    (tmp_path / ".tmp-report.pdf.abc123.pdf").write_bytes(b"%PDF half")
+    (tmp_path / ".tmp-report.pdf.dir").mkdir()
+    (tmp_path / ".tmp-report.html.keep").write_text("another file's")
+    write_text(tmp_path / "report.pdf", "whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".report.pdf.sha256", ".tmp-report.html.keep", "report.pdf"]

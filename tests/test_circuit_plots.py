@@ -93,7 +93,7 @@ def test_cli_writes_ov_and_qk(tmp_path):
     model = build_model(ModelConfig(n_layers=1), 0)
     save_weights(tmp_path / "w.npz", model, spec("m", 0))
     assert main(["circuit-figures", "--weights", str(tmp_path / "w.npz"), "--out-dir", str(tmp_path / "out")]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ov.png", "qk.png"]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["ov.png", "qk.png"]
     for name in ("ov.png", "qk.png"):
         width, height, dpi = plots.png_size(tmp_path / "out" / name)
         assert dpi and width <= 7.0 and height <= 9.0

@@ -38,7 +38,8 @@ def test_only_the_workflows_own_profile_is_loaded_implicitly(tiny_config):
     assert proc.returncode == 0, proc.stderr[-3000:]
     own = ROOT / "profiles" / "default"
     assert f"Using workflow specific profile {own} for setting default" in proc.stdout + proc.stderr
-    assert yaml.safe_load((own / "config.yaml").read_text()) == {"rerun-incomplete": True}
+    assert yaml.safe_load((own / "config.yaml").read_text()) == {"rerun-incomplete": True,
+                                                                  "show-failed-logs": True}
 
 
 def test_slurm_profile_sets_partition_not_account():

@@ -26,8 +26,8 @@ def assert_same_outputs(a, b):
         assert torch.equal(value, _state(b / "model.pt")[name]), name
     log_a, log_b = (pd.read_csv(d / "train_log.csv").drop(columns="elapsed_s") for d in (a, b))
     pd.testing.assert_frame_equal(log_a, log_b, check_exact=True)
-    names = sorted(p.name for p in (a / "checkpoints").iterdir())
-    assert names == sorted(p.name for p in (b / "checkpoints").iterdir())
+    names = sorted(p.name for p in (a / "checkpoints").glob("step*.pt"))
+    assert names == sorted(p.name for p in (b / "checkpoints").glob("step*.pt"))
     for name in names:
         for key, value in _state(a / "checkpoints" / name).items():
             assert torch.equal(value, _state(b / "checkpoints" / name)[key]), (name, key)
@@ -75,7 +75,8 @@ def test_sigkilled_training_resumes_bit_identical(tmp_path):
     assert 300 <= resumed < 600
     assert f"step {resumed:>6}/600" not in proc.stderr  # nothing before it was redone
     assert "removed" in proc.stderr and ".tmp-checkpoints.left-by-a-kill" in proc.stderr
-    assert sorted(p.name for p in killed.iterdir()) == ["checkpoints", "model.pt", "train_log.csv"]
+    assert sorted(p.name for p in killed.iterdir() if not p.name.endswith(".sha256")) == [
+        "checkpoints", "model.pt", "train_log.csv"]
     _cli("extract-weights", "--model", killed / "model.pt", "--out", killed / "weights.npz")
     assert_same_outputs(full, killed)
 
@@ -147,3 +148,54 @@ def test_the_command_line_reports_divergence_in_one_line(tmp_path):
     (line,) = [l for l in proc.stderr.splitlines() if "error" in l]
     assert re.search(r"first non-finite at step \d+ ", line) and "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "model.pt").exists()
+
+
+def test_a_damaged_state_is_set_aside_and_training_resumes_from_an_earlier_one(tmp_path):
+    spec = tiny_spec(steps=40)
+    train(spec, tmp_path / "full")
+    with pytest.raises(_Killed):
+        train(spec, tmp_path, log=_killed_at(30))
+    (state,) = tmp_path.glob(".partial-*/state-step*.pt")  # the newest state only: step 20
+    data = state.read_bytes()
+    state.write_bytes(data[: len(data) // 2])  # cut short, as by a full disk
+    lines = []
+    train(spec, tmp_path, log=lines.append)
+    said = " ".join(lines)
+    assert f"{state}: cannot be read" in said and "set aside as damaged-state-step000020.pt" in said
+    assert "from step 0 if there is none" in said and "resumed" not in said
+    assert_same_outputs(tmp_path / "full", tmp_path)
+
+
+def test_a_damaged_stacked_state_resumes_every_member_from_step_0(tmp_path):
+    specs = [tiny_spec(seed=s, steps=40) for s in (0, 1)]
+    killed = [tmp_path / f"killed{s}" for s in (0, 1)]
+    with pytest.raises(_Killed):
+        train_stacked(specs, killed, log=_killed_at(30))
+    (state,) = killed[1].glob(".partial-*/state-step*.pt")
+    state.write_bytes(b"PK\x03\x04" + bytes(64))
+    lines = []
+    train_stacked(specs, killed, log=lines.append)
+    assert any("set aside" in line for line in lines) and not any("resumed" in line for line in lines)
+    full = [tmp_path / f"full{s}" for s in (0, 1)]
+    train_stacked(specs, full)
+    for a, b in zip(full, killed):
+        assert_same_outputs(a, b)
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_a_rerun_completes_the_model(tmp_path):
+    """A file size limit stands in for a full disk: every write past it fails."""
+    spec = tiny_spec(steps=40)
+    write_spec(tmp_path / "spec.json", spec)
+    limited = ("import resource, signal, sys; from inductionlab.cli import main; "
+               "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+               "resource.setrlimit(resource.RLIMIT_FSIZE, (60000, 60000)); "
+               f"sys.exit(main(['train', '--spec', '{tmp_path / 'spec.json'}', '--out-dir', '{tmp_path / 'out'}']))")
+    proc = subprocess.run([sys.executable, "-c", limited], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if "error" in l]
+    assert "could not be written" in line and "Free disk space" in line and str(tmp_path / "out") in line
+    assert not (tmp_path / "out" / "model.pt").exists()
+    rerun = _cli("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
+    assert rerun.returncode == 0, rerun.stderr
+    train(spec, tmp_path / "full")
+    assert_same_outputs(tmp_path / "full", tmp_path / "out")

@@ -22,7 +22,7 @@ def test_training_writes_log_checkpoints_and_model(tmp_path):
             "val_loss_pos22"} <= set(log.columns)
     assert "val_loss_pos23" not in log.columns
     assert log["val_loss_all"].iloc[-1] == pytest.approx(last["val_loss_all"])
-    saved = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    saved = sorted(p.name for p in (tmp_path / "checkpoints").glob("step*.pt"))
     assert saved[0] == "step000000.pt" and saved[-1] == "step000030.pt"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
     final = _weights(tmp_path / "checkpoints" / "step000030.pt")

@@ -76,3 +76,55 @@ def test_a_directory_at_an_output_path_is_an_error(copy_of_run):
     proc = _run(work, "-n")
     assert proc.returncode == 1
     assert f"{weights.relative_to(work)} is a directory, but the workflow writes a file there" in proc.stderr
+
+
+def _damaging(work, path, damage):
+    """Damage ``path`` of the finished run, run snakemake; returns (proc, outputs of claims
+    and report before, and after)."""
+    watched = [work / "results" / "tables" / "claims.csv", work / "results" / "tables" / "scorecard.csv",
+               work / "reports" / "report.html"]
+    before = [p.read_bytes() for p in watched]
+    damage(path)
+    proc = _run(work)
+    return proc, before, [p.read_bytes() for p in watched]
+
+
+def test_a_damaged_table_stops_the_run_before_claims_and_report(copy_of_run):
+    work = copy_of_run
+    scores = work / "results" / "one_layer_smeared" / "seed0" / "head_scores.csv"
+
+    def cut(path):  # whole lines kept: only the recorded digest tells
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:2]))
+
+    proc, before, after = _damaging(work, scores, cut)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert f"{scores.relative_to(work)}: is not the file the workflow wrote: it was truncated" in out
+    assert "delete it and rerun snakemake to rebuild it" in out
+    assert after == before  # claims, scorecard and report untouched
+    scores.unlink()  # the one step the message gives: the model's behaviour is redone, then the rest
+    plan = _run(work, "-n")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    jobs = plan.stdout.split("Job stats:")[1]
+    assert all(f"\n{rule} " in jobs for rule in ("behaviour", "aggregate", "claims", "report")), jobs
+
+
+def test_a_hand_edited_spec_is_never_trained(copy_of_run):
+    work = copy_of_run
+    spec = work / "results" / "one_layer" / "seed0" / "spec.json"
+    model = spec.parent / "model.pt"
+    weights = model.read_bytes()
+
+    def edit(path):
+        path.write_text(path.read_text().replace('"n_heads": 4', '"n_heads": 2'))
+
+    proc, before, after = _damaging(work, spec, edit)
+    assert proc.returncode != 0
+    assert f"{spec.relative_to(work)}: is not the file the workflow wrote" in proc.stdout + proc.stderr
+    assert "writes it from config.yaml again" in proc.stdout + proc.stderr
+    assert after == before
+    assert not model.exists()  # Snakemake removed it before the training job refused the spec
+    spec.unlink()  # the one step the message gives: the spec is written from the config again
+    rebuilt = _run(work, model.relative_to(work))
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert '"n_heads": 4' in spec.read_text() and model.read_bytes() == weights

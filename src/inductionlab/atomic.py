@@ -1,15 +1,54 @@
 """Atomic output: write to a temporary sibling, then rename into place.
 
 A job killed half-way leaves only a ``.tmp-*`` file or folder, never a file
-with the final name, so nothing incomplete looks finished.
+with the final name, so nothing incomplete looks finished; the next write of the same
+file removes it. A write that fails (a full disk, a quota) is one error naming the file.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+
+class WriteFailed(OSError):
+    """A file could not be written; the message names it and says what to do."""
+
+
+# errno values of a write that ran out of room or permission
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+# torch.save reports a short write as a RuntimeError of its zip writer
+_TORCH_WRITE_ERRORS = ("PytorchStreamWriter", "inline_container", "unexpected pos", "file write failed")
+
+
+def _write_failure(path: Path, err: BaseException) -> WriteFailed | None:
+    """The one-line error for ``err`` raised while writing ``path``; None if it is not a
+    failed write."""
+    if isinstance(err, OSError) and err.errno in _WRITE_ERRORS:
+        reason = err.strerror or str(err)
+    elif isinstance(err, RuntimeError) and any(m in str(err) for m in _TORCH_WRITE_ERRORS):
+        reason = "the write stopped short"
+    else:
+        return None
+    try:
+        free = f"; {shutil.disk_usage(path.parent).free / 2**20:.0f} MiB free there"
+    except OSError:
+        free = ""
+    return WriteFailed(f"{path}: could not be written ({reason}{free}); nothing was published. "
+                       "Free disk space (or raise the quota) and run again")
+
+
+def remove_leftovers(path: Path) -> list[Path]:
+    """Remove the temporary files or folders a killed write of ``path`` left beside it
+    (``.tmp-<name>.*``); returns them. Only one job writes a given file at a time."""
+    removed = []
+    for stale in path.parent.glob(f".tmp-{path.name}.*"):
+        shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink(missing_ok=True)
+        removed.append(stale)
+    return removed
 
 
 def _umask() -> int:
@@ -24,6 +63,36 @@ def _publish(tmp: Path, path: Path, mode: int) -> None:
     os.replace(tmp, path)
 
 
+# ---------------------------------------------------------------- digests
+# Every file written here gets a record of its SHA-256 and size beside it, ``.<name>.sha256``; the
+# one reading module (inductionlab.core.loading) checks a file against its record, so a
+# file cut short, damaged or edited by hand after the workflow wrote it is refused.
+
+def digest_path(path: str | os.PathLike) -> Path:
+    """Where the digest of ``path`` is recorded."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.sha256")
+
+
+def sha256(path: str | os.PathLike) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _record_digest(tmp: Path, path: Path) -> None:
+    """Record the digest of ``tmp``, about to become ``path`` (itself written atomically)."""
+    record = digest_path(path)
+    fd, scratch = tempfile.mkstemp(prefix=f".tmp-{record.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{sha256(tmp)} {tmp.stat().st_size}\n")
+    _publish(Path(scratch), record, 0o666)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success.
@@ -35,12 +104,19 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
         raise IsADirectoryError(f"{path}: is a directory, so the file cannot be written there; "
                                 "remove it and run again")
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:
         yield tmp
+        _record_digest(tmp, path)
         _publish(tmp, path, 0o666)
+    except (OSError, RuntimeError) as err:
+        failed = _write_failure(path, err)
+        if failed is None:
+            raise
+        raise failed from None
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -51,12 +127,18 @@ def atomic_dir(path: str | os.PathLike):
     """Yield a temporary folder next to ``path``; it replaces ``path`` on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}.", dir=path.parent))
     try:
         yield tmp
         if path.exists():
             shutil.rmtree(path)
         _publish(tmp, path, 0o777)
+    except (OSError, RuntimeError) as err:
+        failed = _write_failure(path, err)
+        if failed is None:
+            raise
+        raise failed from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import re
 from pathlib import Path
+from typing import Callable
 
 import jsonschema
 import yaml
@@ -16,6 +18,85 @@ import yaml
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names the key."""
+
+
+# Folders of results/ that the workflow writes itself: a model of that name would put its
+# results/{model}/ folder among them.
+RESULT_FOLDERS = ("settings", "tables", "figures", "benchmarks", "report")
+
+# A model's name is a folder name and part of file names (results/{model}/, logs/...);
+# every file system takes names of 255 bytes, and derived models add a suffix.
+MAX_NAME_LENGTH = 100
+
+
+# ---------------------------------------------------------------- registered checks
+# The cross-field check of an experiment's settings is registered by the module that owns
+# it, inductionlab.analysis.<name>, with @settings_check(name); a schema's `x-check` names
+# one by that name. Nothing else is imported or called on a schema's word.
+
+SETTINGS_CHECKS: dict[str, Callable] = {}
+_CHECK_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def settings_check(name: str):
+    """Register the decorated ``check(settings, config) -> list of problems`` as the
+    settings check ``name`` (an experiment's name, the schema's ``x-check``)."""
+    def register(check):
+        if SETTINGS_CHECKS.setdefault(name, check) is not check:
+            raise ValueError(f"settings check {name!r} is registered twice")
+        return check
+    return register
+
+
+def registered_check(name, schema_path) -> Callable:
+    """The check registered as ``name``; :class:`ConfigError` naming the schema if there
+    is none. Only the experiment's own module, ``inductionlab.analysis.<name>``, is looked
+    in, and only if ``name`` is a plain lower-case name."""
+    if isinstance(name, str) and _CHECK_NAME.match(name) and name not in SETTINGS_CHECKS:
+        try:
+            importlib.import_module(f"inductionlab.analysis.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"inductionlab.analysis.{name}":
+                raise
+    if name not in SETTINGS_CHECKS:
+        raise ConfigError(f"{schema_path}: x-check: {name!r} is not a registered settings check "
+                          f"(registered: {', '.join(sorted(SETTINGS_CHECKS)) or 'none'}); a check "
+                          "is a function of inductionlab.analysis.<name> registered with "
+                          "@settings_check(<name>)")
+    return SETTINGS_CHECKS[name]
+
+
+# ---------------------------------------------------------------- YAML without duplicates
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (the second would
+    silently replace the first)."""
+
+
+def _mapping_without_duplicates(loader, node, deep=False):
+    seen = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            first = seen.setdefault(key, key_node.start_mark.line)
+        except TypeError:
+            continue  # an unhashable key: the constructor below refuses it
+        if first != key_node.start_mark.line:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first given on line {first + 1}); the second "
+                "would silently replace the first", key_node.start_mark)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _mapping_without_duplicates)
+
+
+def load_yaml_text(text: str):
+    """YAML ``text`` as data, with the safe loader; a key given twice is an error."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def _strict_integer(checker, instance) -> bool:
@@ -54,7 +135,7 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
     if error.validator == "type" and error.validator_value == "integer" and isinstance(error.instance, float):
         return f"{_key(path)}: {error.instance!r} is a float; write an integer ({error.instance:.0f})" \
             if error.instance.is_integer() else f"{_key(path)}: {error.instance!r} is not an integer"
-    why = error.schema.get("why") if error.validator == "maximum" else None
+    why = error.schema.get("why") if error.validator in ("maximum", "maxLength") else None
     return f"{_key(path)}: {error.message}" + (f" ({why})" if why else "")
 
 
@@ -69,12 +150,31 @@ def non_finite_numbers(instance, path=()) -> list[str]:
     return []
 
 
+def non_string_keys(instance, path=()) -> list[str]:
+    """A message for every mapping key in ``instance`` that is not a string (YAML reads
+    ``1:`` as an integer, which no name or file may be)."""
+    problems = []
+    if isinstance(instance, dict):
+        for k, v in instance.items():
+            if not isinstance(k, str):
+                kind = {int: "an integer", float: "a number", bool: "a boolean"}.get(type(k), f"a {type(k).__name__}")
+                problems.append(f"{_key(path)}: key {k!r} is {kind}, not a name; "
+                                f"quote it ('{k}') or rename it")
+            problems += non_string_keys(v, (*path, k))
+    elif isinstance(instance, list):
+        for k, v in enumerate(instance):
+            problems += non_string_keys(v, (*path, k))
+    return problems
+
+
 def validate_config(config: dict, schema_path: str | Path) -> dict:
     """Validate ``config`` in place (filling defaults) and return it.
 
     Raises :class:`ConfigError` listing every problem, each naming its key.
     """
-    problems = non_finite_numbers(config) + schema_problems(config, schema_path)
+    problems = non_string_keys(config) + non_finite_numbers(config)
+    if not problems:
+        problems = schema_problems(config, schema_path)
     if not problems:
         problems = check_semantics(config)
     if problems:
@@ -88,7 +188,7 @@ def schema_problems(instance: dict, schema_path: str | Path, prefix: tuple = ())
     One message per problem, naming the key; ``prefix`` is where ``instance`` sits
     in the config (e.g. ``("experiments", "positional_shortcut")``).
     """
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = load_yaml_text(Path(schema_path).read_text())
     validator_cls = _with_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(validator_cls(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [_describe(e, prefix) for e in errors]
@@ -104,6 +204,9 @@ def check_semantics(config: dict) -> list[str]:
                         "patterns need up to block_len distinct letters; use vocab_size >= block_len")
     for name, spec in config["variants"].items():
         where = f"variants.{name}"
+        if name in RESULT_FOLDERS:
+            problems.append(f"{where}: {name!r} is reserved (results/{name}/ holds the workflow's "
+                            f"own files: reserved are {', '.join(RESULT_FOLDERS)}); rename the variant")
         if spec["d_model"] % spec["n_heads"]:
             problems.append(f"{where}.d_model: {spec['d_model']} is not divisible by "
                             f"{where}.n_heads = {spec['n_heads']}")
@@ -190,11 +293,48 @@ def extra_rule_files(paths: list[str], workflow_dir: str | Path,
         if hit is None:
             problems.append(f"extra_rules.{k}: {entry!r} is not a file (looked in "
                             + " and ".join(str(c.parent.resolve()) for c in candidates) + ")")
+        elif str(hit.resolve()) in found:
+            problems.append(f"extra_rules.{k}: {entry!r} is the same file as extra_rules."
+                            f"{found.index(str(hit.resolve()))}; give each rule file once")
         else:
             found.append(str(hit.resolve()))
+            problem = rule_file_problem(hit)
+            if problem:
+                problems.append(f"extra_rules.{k}: {entry!r} {problem}")
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
     return found
+
+
+def rule_file_problem(path) -> str | None:
+    """What makes ``path`` no Snakemake rule file (not ``.smk``, not text, a syntax error
+    at a line), or None. Parsed as Snakemake parses an included file; nothing is run."""
+    path = Path(path)
+    if path.suffix != ".smk":
+        return "is not a rule file (a rule file is named <experiment>.smk)"
+    try:
+        path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return "is not a text file, so not a rule file"
+    from snakemake import parser
+    from snakemake.sourcecache import LocalSourceFile
+
+    class _Sources:
+        @staticmethod
+        def open(source):
+            return open(source.get_path_or_uri(secret_free=True), encoding="utf-8")
+
+    class _Workflow:
+        sourcecache = _Sources()
+
+    try:
+        code, _ = parser.parse(LocalSourceFile(str(path)), _Workflow(), {})
+        compile(code, str(path), "exec")
+    except SyntaxError as err:
+        return f"does not parse: {err.msg}" + (f" (line {err.lineno})" if err.lineno else "")
+    except Exception as err:  # noqa: BLE001 - Snakemake's own parse errors
+        return f"does not parse: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+    return None
 
 
 def validate_experiment(config: dict, name: str, schema_path: str | Path, check=None) -> dict:
@@ -217,24 +357,30 @@ def validate_experiment(config: dict, name: str, schema_path: str | Path, check=
     return settings
 
 
-def read_yaml(path) -> dict:
-    """A YAML config file as a mapping; a syntax error is one line naming file:line:column."""
+def read_yaml(path, kind: str = "config file") -> dict:
+    """A YAML config file as a mapping; a syntax error or a key given twice is one line
+    naming file:line:column."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"{path}: no such config file" if not path.exists()
-                          else f"{path}: is a directory, not a config file")
+        raise ConfigError(f"{path}: no such {kind}" if not path.exists()
+                          else f"{path}: is a directory, not a {kind}" if path.is_dir()
+                          else f"{path}: is not a regular file, so not a {kind}")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml_text(path.read_text())
+    except yaml.constructor.ConstructorError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: {err.problem or err.context}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"{where}: YAML syntax error: {err.problem or err.context}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: not a YAML file ({err})") from None
+        raise ConfigError(f"{path}: not a YAML file, so not a {kind} ({str(err)[:120]})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the config must be a mapping of keys to values")
+        raise ConfigError(f"{path}: a {kind} is a mapping of keys to values")
     return data
 
 
@@ -262,12 +408,30 @@ def experiment_schema(rule_file: str | Path, workflow_dir: str | Path) -> Path |
 
 
 def _experiment_check(schema_path: Path):
-    """The settings check a schema names under ``x-check`` (``module:function``), if any."""
-    target = yaml.safe_load(schema_path.read_text()).get("x-check")
-    if not target:
+    """The registered settings check a schema names under ``x-check``, if any."""
+    schema = load_yaml_text(schema_path.read_text())
+    if not isinstance(schema, dict) or "x-check" not in schema:
         return None
-    module, _, function = target.partition(":")
-    return getattr(importlib.import_module(module), function)
+    return registered_check(schema["x-check"], schema_path)
+
+
+def experiment_names(workflow_dir: str | Path, extras) -> set[str]:
+    """Every experiment the config may hold settings of: the included rule files' and
+    those shipped in the workflow's ``workflow/rules/extra/``."""
+    shipped = Path(workflow_dir) / "workflow" / "rules" / "extra"
+    return {Path(e).stem for e in extras} | {p.stem for p in shipped.glob("*.smk")}
+
+
+def _check_experiment_names(config: dict, workflow_dir, extras) -> None:
+    known = experiment_names(workflow_dir, extras)
+    problems = [f"experiments.{name}: no experiment of that name (known: {', '.join(sorted(known))}); "
+                "an experiment's settings go under the name of its rule file"
+                for name in config.get("experiments", {}) if name not in known]
+    problems += [f"variants.{name}: {name!r} is the name of an experiment, whose results/{name}/ "
+                 "folder it would share; rename the variant"
+                 for name in config["variants"] if name in {Path(e).stem for e in extras}]
+    if problems:
+        raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
 
 
 def check_workflow_config(config: dict, workflow_dir: str | Path, cwd=None) -> list[str]:
@@ -281,6 +445,7 @@ def check_workflow_config(config: dict, workflow_dir: str | Path, cwd=None) -> l
     workflow_dir = Path(workflow_dir)
     validate_config(config, workflow_dir / "workflow" / "schemas" / "config.schema.yaml")
     extras = extra_rule_files(config["extra_rules"], workflow_dir, cwd)
+    _check_experiment_names(config, workflow_dir, extras)
     for rule_file in extras:
         schema = experiment_schema(rule_file, workflow_dir)
         if schema is not None:

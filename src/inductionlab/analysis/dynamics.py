@@ -94,7 +94,7 @@ _CKPT = re.compile(r"^step(\d+)\.pt$")
 
 def checkpoint_files(folder) -> list[tuple[int, Path]]:
     """``(step, path)`` of every ``step{N:06d}.pt`` in ``folder``, by step."""
-    from ..core.loading import BadInput
+    from ..core.loading import BadInput, retrain
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -102,14 +102,13 @@ def checkpoint_files(folder) -> list[tuple[int, Path]]:
                        "is a file, not a checkpoints folder", hint=None)
     found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _CKPT.match(p.name)))
     if not found:
-        raise BadInput(folder, "no checkpoints (step*.pt) in it",
-                       hint="delete the model.pt beside it and rerun snakemake to retrain the model")
+        raise BadInput(folder, "no checkpoints (step*.pt) in it", hint=retrain(folder.parent / "model.pt"))
     return found
 
 
 def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
-    from ..core.loading import BadInput
+    from ..core.loading import BadInput, retrain
     from ..core.train import checkpoint_steps
 
     expected = checkpoint_steps(train.steps, train.n_checkpoints)
@@ -118,7 +117,7 @@ def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         raise BadInput(folder, f"{len(missing)} of the {len(expected)} checkpoints of the training "
                        f"schedule are missing (step {shown})",
-                       hint="delete the model.pt beside it and rerun snakemake to retrain the model")
+                       hint=retrain(Path(folder).parent / "model.pt"))
 
 
 # ------------------------------------------------------------------ one checkpoint

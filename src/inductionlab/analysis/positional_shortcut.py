@@ -32,6 +32,7 @@ import torch
 
 from .attention import attention_score, offset_profile
 from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
+from ..config import settings_check
 from ..core.data import TaskConfig, validation_set
 from ..core.metrics import evaluate
 
@@ -46,6 +47,12 @@ def copy_offset(task: TaskConfig) -> int:
     return task.block_len - 1
 
 
+def learned_model_name(settings: dict) -> str:
+    """The experiment's model: its base variant with a learned table, ``<base>_learned``."""
+    return f"{settings['base_variant']}_learned"
+
+
+@settings_check("positional_shortcut")
 def check_settings(settings: dict, config: dict) -> list[str]:
     """The experiment's settings against the rest of a validated config; one message per
     problem, naming the key. Compared variants missing from ``variants`` are not errors
@@ -53,6 +60,9 @@ def check_settings(settings: dict, config: dict) -> list[str]:
     where = "experiments.positional_shortcut"
     task = TaskConfig.from_dict(config["task"])
     problems = []
+    if learned_model_name(settings) in config["variants"]:
+        problems.append(f"variants.{learned_model_name(settings)}: is also the name of the "
+                        "positional-shortcut experiment's learned-table model; rename the variant")
     if settings["base_variant"] not in config["variants"]:
         problems.append(f"{where}.base_variant: {settings['base_variant']!r} is not in variants "
                         f"({', '.join(config['variants'])}); the learned-table model is its spec "

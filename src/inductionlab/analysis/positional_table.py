@@ -8,7 +8,13 @@ checks its settings and measures how the tables differ.
 """
 from __future__ import annotations
 
+from ..config import settings_check
 from ..core.model import sinusoidal_table
+
+
+def model_names(settings: dict) -> dict[str, str]:
+    """Variant -> the name of its retrained model, ``<variant>_<pos_encoding>``."""
+    return {v: f"{v}_{settings['pos_encoding']}" for v in settings["variants"]}
 
 
 def variance_share(form: str, seq_len: int, d: int, first: int = 3) -> float:
@@ -19,11 +25,15 @@ def variance_share(form: str, seq_len: int, d: int, first: int = 3) -> float:
     return float(per_dim[:first].sum() / per_dim.sum())
 
 
+@settings_check("positional_table")
 def check_settings(settings: dict, config: dict) -> list[str]:
     """The study's settings against the rest of a validated config: every variant it
-    retrains exists and has another table than the study's."""
+    retrains exists and has another table than the study's, and no variant has the name
+    of a retrained model."""
     where = "experiments.positional_table"
-    problems = []
+    problems = [f"variants.{name}: {name!r} is also the name of the positional-table study's "
+                f"retrained {v!r}; rename the variant" for v, name in model_names(settings).items()
+                if name in config["variants"]]
     for v in settings["variants"]:
         if v not in config["variants"]:
             problems.append(f"{where}.variants: {v!r} is not in variants {sorted(config['variants'])}")

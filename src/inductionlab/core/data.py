@@ -110,7 +110,8 @@ def check_prompt(prompt: str, task: TaskConfig) -> torch.Tensor:
     letters = ALPHABET[:task.vocab_size]
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt {prompt!r}: empty; give at least one letter")
-    bad = sorted({ch for ch in prompt if ch.upper() not in letters})
+    # one letter each: "ﬆ".upper() is "ST", which would change the prompt's length
+    bad = sorted({ch for ch in prompt if ch.upper() not in set(letters)})
     if bad:
         raise ValueError(f"prompt {prompt!r}: character(s) {bad} are not among the "
                          f"{task.vocab_size} letters {letters[0]}-{letters[-1]}")

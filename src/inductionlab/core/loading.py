@@ -15,6 +15,12 @@ from pathlib import Path
 REBUILD = "if the workflow wrote it, delete it and rerun snakemake to rebuild it"
 
 
+def retrain(model_pt) -> str:
+    """The remedy for a damaged or missing training output: retrain its model."""
+    return (f"delete {model_pt} and rerun snakemake to retrain the model; its checkpoints and "
+            "log are rewritten with it")
+
+
 class BadInput(ValueError):
     """An input file is missing, damaged or of the wrong kind; the message names it."""
 
@@ -32,7 +38,30 @@ def check_file(path, kind: str) -> Path:
         raise BadInput(path, f"is a directory, not {kind}", hint=None)
     if path.stat().st_size == 0:
         raise BadInput(path, f"is empty (expected {kind})")
+    check_digest(path)
     return path
+
+
+def check_digest(path) -> None:
+    """``path`` is as the workflow wrote it: its SHA-256 equals the one recorded beside it
+    when it was written (:mod:`inductionlab.atomic`); else :class:`BadInput`. A file
+    without a record (one given by hand) is taken as it is."""
+    from ..atomic import digest_path, sha256
+
+    record = digest_path(path)
+    try:
+        recorded, _, size = record.read_text().strip().partition(" ")
+    except (OSError, UnicodeDecodeError):
+        return
+    if sha256(path) != recorded:
+        now = path.stat().st_size
+        how = (f"truncated to {now} of its {size} bytes" if size.isdigit() and now < int(size)
+               else "damaged or edited")
+        raise BadInput(path, f"is not the file the workflow wrote: it was {how} since (its SHA-256 "
+                       f"differs from the one recorded in {record.name})",
+                       hint=REBUILD if path.name != "spec.json" else
+                       "delete it and rerun snakemake, which writes it from config.yaml again; "
+                       "to change a model, edit config.yaml")
 
 
 # Raised by torch.load / np.load / json on a truncated or foreign file.
@@ -114,7 +143,12 @@ def load_checkpoint(model, path, step: int | None = None) -> int:
 
     ``step``: the step its name says; a checkpoint holding another step is refused.
     """
-    payload = _torch_payload(path, "a training checkpoint")
+    try:
+        payload = _torch_payload(path, "a training checkpoint")
+    except BadInput as err:
+        if err.path.exists() and err.path.stat().st_size:  # damaged, not missing or a folder
+            raise BadInput(path, err.problem, hint=retrain(Path(path).parent.parent / "model.pt")) from None
+        raise
     if "step" not in payload:
         raise BadInput(path, "is not a training checkpoint (no step)")
     if step is not None and int(payload["step"]) != step:
@@ -127,40 +161,56 @@ def load_checkpoint(model, path, step: int | None = None) -> int:
     return int(payload["step"])
 
 
-def open_npz(path, kind: str = "an .npz archive") -> dict:
-    """Every array of an ``.npz`` file (no pickles), read in full."""
+def open_npz(path, kind: str = "an .npz archive", arrays=()) -> dict:
+    """Every array of an ``.npz`` file (no pickles), read in full; ``arrays`` must be among
+    them (else it is another kind of archive)."""
     import numpy as np
 
     path = check_file(path, kind)
     try:
         with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
+            found = {k: f[k] for k in f.files}
     except _DAMAGED as err:
         raise BadInput(path, f"cannot be read as {kind}, it is truncated or not an .npz "
                        f"({type(err).__name__})") from None
+    missing = [a for a in arrays if a not in found]
+    if missing:
+        raise BadInput(path, f"has no array(s) {', '.join(missing)}: it is not {kind}", hint=None)
+    return found
 
 
-def read_json(path, kind: str = "a JSON file") -> dict:
+def read_json(path, kind: str = "a JSON file", keys=()) -> dict:
+    """A JSON object; ``keys`` must be among its keys (else it is another kind of file)."""
     path = check_file(path, kind)
     try:
         data = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise BadInput(path, f"is not valid JSON ({err})") from None
+    except UnicodeDecodeError:
+        raise BadInput(path, f"is not a text file, so not {kind}", hint=None) from None
+    except json.JSONDecodeError as err:
+        raise BadInput(path, f"is not valid JSON ({err}), so not {kind}") from None
     if not isinstance(data, dict):
         raise BadInput(path, f"holds a JSON {type(data).__name__}, expected an object ({kind})")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise BadInput(path, f"has no key(s) {', '.join(missing)}: it is not {kind}", hint=None)
     return data
 
 
-def read_table(path, columns=(), **read_csv_args):
-    """A CSV table as a pandas frame; ``columns`` must be present."""
+def read_table(path, columns=(), kind: str | None = None, **read_csv_args):
+    """A CSV table as a pandas frame; ``columns`` must be present (``kind``: what the
+    table should be, for the message when they are not)."""
     import pandas as pd
 
-    path = check_file(path, "a CSV table")
+    path = check_file(path, kind or "a CSV table")
     try:
         frame = pd.read_csv(path, **read_csv_args)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise BadInput(path, f"is not a readable CSV table ({str(err).strip()[:200]})") from None
+    except UnicodeDecodeError:
+        raise BadInput(path, f"is not a text file, so not {kind or 'a CSV table'}", hint=None) from None
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise BadInput(path, f"has no column(s) {', '.join(missing)}; truncated or another table")
+        raise BadInput(path, f"has no column(s) {', '.join(missing)}"
+                       + (f": it is not {kind}" if kind else "; truncated or another table"),
+                       hint=None if kind else REBUILD)
     return frame

@@ -42,7 +42,19 @@ class TrainSettings:
         missing = [f.name for f in known if f.name not in d and f.default is MISSING]
         if missing:
             raise ValueError(f"train settings are missing {missing}")
-        return cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d})
+        settings = cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d})
+        # what the config's schema bounds, for a spec that did not come from a config
+        small = [name for name in POSITIVE if getattr(settings, name) < 1]
+        if small:
+            raise ValueError(f"train.{small[0]}: {getattr(settings, small[0])} is below 1; a model "
+                             "trained for no step, on no batch, would be published untrained")
+        if settings.n_checkpoints < 2 or not settings.lr > 0 or not settings.weight_decay >= 0:
+            raise ValueError("train: n_checkpoints must be at least 2, lr positive and "
+                             "weight_decay at least 0")
+        return settings
+
+
+POSITIVE = ("steps", "batch_size", "eval_every", "val_size")
 
 
 def _typed(name: str, value, kind: str):

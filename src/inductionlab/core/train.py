@@ -57,7 +57,8 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device is 'cuda' but torch sees no CUDA device; use 'cpu' or 'auto'")
+        raise ValueError("device is 'cuda' but torch sees no CUDA device on this machine; set "
+                         "device: cpu or auto in config.yaml, or run where a GPU is")
     return torch.device(name)
 
 
@@ -103,6 +104,7 @@ def resume_key(spec: Spec, mode: str) -> str:
 
 
 _STATE = re.compile(r"^state-step(\d+)\.pt$")
+STATE_PARTS = ("step", "model", "adam", "batch_rng", "rows", "elapsed")
 
 
 class ResumeState:
@@ -146,7 +148,26 @@ class ResumeState:
             torch.save({"step": step, **state}, tmp)
 
     def load(self, step: int) -> dict:
-        return torch.load(self.path(step), map_location="cpu", weights_only=True)
+        """The state saved at ``step``; :class:`~inductionlab.core.loading.BadInput` naming
+        the file if it cannot be read or lacks a part."""
+        from .loading import _DAMAGED, BadInput
+
+        path = self.path(step)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except _DAMAGED as err:
+            raise BadInput(path, f"cannot be read ({type(err).__name__}: {str(err)[:120]})",
+                           hint=None) from None
+        missing = [k for k in STATE_PARTS if not isinstance(state, dict) or k not in state]
+        if missing:
+            raise BadInput(path, f"lacks {', '.join(missing)}", hint=None)
+        return state
+
+    def set_aside(self, step: int) -> Path:
+        """Rename the state at ``step`` out of the way (kept for a look, never resumed from)."""
+        target = self.dir / f"damaged-{self.path(step).name}"
+        os.replace(self.path(step), target)
+        return target
 
     def keep_from(self, step: int) -> None:
         """Delete saved states older than ``step``."""
@@ -157,7 +178,7 @@ class ResumeState:
     def publish_checkpoints(self) -> None:
         """``checkpoints/`` into place as hard links (copies where links fail); the state stays."""
         with atomic.atomic_dir(self.out_dir / "checkpoints") as tmp:
-            for src in sorted(self.ckpt_dir.glob("step*.pt")):
+            for src in sorted(self.ckpt_dir.glob("step*.pt")) + sorted(self.ckpt_dir.glob(".step*.pt.sha256")):
                 try:
                     os.link(src, tmp / src.name)
                 except OSError:
@@ -244,9 +265,32 @@ class _SeedRun:
                                 "batch_rng": batch_gen.get_state(), "rows": self.rows,
                                 "elapsed": elapsed})
 
-    def restore(self, step: int) -> dict:
-        """The saved state at ``step``; its log rows become this run's."""
-        state = self.resume.load(step)
+    def readable(self, step: int) -> dict | None:
+        """The saved state at ``step``, or None if it is damaged: then it is set aside,
+        saying so, and the caller resumes from an earlier state (or from step 0)."""
+        from .loading import BadInput
+
+        try:
+            return self.resume.load(step)
+        except BadInput as err:
+            aside = self.resume.set_aside(step)
+            self.log(f"[{self.name}] {err}; set aside as {aside.name}, resuming from the newest "
+                     "readable earlier state, or from step 0 if there is none")
+            return None
+
+    def newest(self, steps: list[int]) -> tuple[int, dict | None]:
+        """The newest readable saved state among ``steps``: ``(step, state)``, or
+        ``(0, None)`` when none is readable."""
+        for step in sorted(steps, reverse=True):
+            state = self.readable(step)
+            if state is not None:
+                return step, state
+        if steps:
+            self.log(f"[{self.name}] no readable saved state: training from step 0")
+        return 0, None
+
+    def restore(self, step: int, state: dict) -> dict:
+        """Resume from ``state``, saved at ``step``: its log rows become this run's."""
         self.rows = list(state["rows"])
         self.log(f"[{self.name}] resumed from step {step} of {self.steps} "
                  f"(state in {self.resume.dir})")
@@ -379,11 +423,11 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) ->
         f"batch {tcfg.batch_size}, device {device}, {torch.get_num_threads()} thread(s), "
         f"{attention} attention{', compiled' if compiled else ''}")
     run = _SeedRun(spec, out_dir, val, log, mode="single")
-    first, elapsed0 = 0, 0.0
-    saved = run.resume.steps()
+    elapsed0 = 0.0
+    first, state = run.newest(run.resume.steps())
+    saved = state is not None
     if saved:
-        first = saved[-1]
-        state = run.restore(first)
+        run.restore(first, state)
         model.load_state_dict(state["model"])
         restore_adam(opt, model.named_parameters(), [state["adam"]])
         batch_gen.set_state(state["batch_rng"])
@@ -482,8 +526,12 @@ def train_stacked(specs: list, out_dirs: list, threads: int = 1, log=None) -> li
     # Every member saves its state at the same steps and deletes older ones only after
     # all have saved, so the newest step saved by all of them is always complete.
     common = sorted(set.intersection(*(set(run.resume.steps()) for run in runs)))
-    first = common[-1] if common else 0
-    states = [run.restore(first) for run in runs] if common else None
+    first, states = 0, None
+    for step in reversed(common):  # the newest step whose state every member can read
+        found = [run.readable(step) for run in runs]
+        if all(st is not None for st in found):
+            first, states = step, [run.restore(step, st) for run, st in zip(runs, found)]
+            break
     members = [build_model(specs[0].model, s) for s in seeds]
     for model, state in zip(members, states or []):
         model.load_state_dict(state["model"])

@@ -11,6 +11,8 @@ summary. The long table stacks every model's rows; the summary has one row per
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from ..atomic import write_csv
@@ -88,7 +90,7 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
     Every table the project writes ends with a newline; a truncated one almost never
     does. ``final_step``: the table is a log whose last row must be this step.
     """
-    from ..core.loading import BadInput, check_file, read_table
+    from ..core.loading import BadInput, check_file, read_table, retrain
 
     with open(check_file(path, "a CSV table"), "rb") as f:
         f.seek(-1, 2)
@@ -100,8 +102,31 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
         if last != final_step or frame.iloc[-1].isna().any():
             raise BadInput(path, f"the log ends at step {last}, not at the final step {final_step}; "
                            "the run it records did not finish or the file is truncated",
-                           hint="delete the model.pt beside it and rerun snakemake to retrain the model")
+                           hint=retrain(Path(path).parent / "model.pt"))
     return frame
+
+
+# Tables with one row per head of the model: every head of the model's spec is in them.
+PER_HEAD_TABLES = ("head_scores",)
+
+
+def check_every_head(path, frame: pd.DataFrame) -> None:
+    """``frame`` (read from ``path``) has one row for every (layer, head) of the model
+    whose ``spec.json`` is beside it, else :class:`BadInput` naming what is missing; a
+    table without a spec beside it is taken as it is."""
+    from ..core.loading import BadInput, read_spec
+
+    spec_path = Path(path).parent / "spec.json"
+    if not spec_path.is_file():
+        return
+    model = read_spec(spec_path).model
+    expected = {(l, h) for l in range(model.n_layers) for h in range(model.n_heads)}
+    found = set(zip(frame["layer"].astype(int), frame["head"].astype(int)))
+    missing = sorted(expected - found)
+    if missing or len(frame) != len(expected):
+        shown = ", ".join(f"L{l}H{h}" for l, h in missing[:6]) + (" ..." if len(missing) > 6 else "")
+        raise BadInput(path, f"has {len(frame)} row(s) for the {len(expected)} heads of its model"
+                       + (f" (missing {shown})" if missing else ""))
 
 
 def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None = None) -> None:
@@ -109,6 +134,10 @@ def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None =
 
     ``final_step``: every input is a log that must reach this step.
     """
-    long = stack([read_complete(path, final_step) for path in inputs])
+    frames = [read_complete(path, final_step) for path in inputs]
+    if name in PER_HEAD_TABLES:
+        for path, frame in zip(inputs, frames):
+            check_every_head(path, frame)
+    long = stack(frames)
     write_csv(long_csv, long)
     write_csv(summary_csv, summarise(long, name))

@@ -168,7 +168,8 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     from ..core.loading import open_npz
 
     out_dir = Path(out_dir)
-    arrays = open_npz(attention_npz, "an attention.npz")
+    arrays = open_npz(attention_npz, "an attention.npz",
+                      ["mean_pattern_L0", "offset_profile_L0", "prompts", "prompt_tokens"])
     n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
     written = []
     means = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
@@ -373,13 +374,14 @@ def attention_seeds_from_files(variant: str, inputs: list):
     for path in map(Path, inputs):
         if path.suffix == ".npz":
             seed = int(path.parent.name.removeprefix("seed"))
-            arrays = open_npz(path, "an attention.npz")
+            arrays = open_npz(path, "an attention.npz", ["mean_pattern_L0"])
             n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
             means[seed] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
         elif path.suffix == ".csv":
-            scores = read_table(path, ["variant", "seed", "layer", "head"])
+            scores = read_table(path, ["variant", "seed", "layer", "head", "induction"],
+                                kind="the stacked head_scores table")
         elif path.suffix == ".json":
-            smear = tuple(read_json(path, "a spec.json").get("model", {}).get("smear_layers", []))
+            smear = tuple(read_json(path, "a spec.json", ["model"])["model"].get("smear_layers", []))
         else:
             raise ValueError(f"attention_seeds: unexpected input {path}; expected attention.npz "
                              "files, a head_scores CSV and optionally a spec.json")
@@ -401,13 +403,14 @@ def attention_models_from_files(models: list[str], inputs: list):
         model = path.parent.parent.name
         if path.suffix == ".npz":
             seed = int(path.parent.name.removeprefix("seed"))
-            arrays = open_npz(path, "an attention.npz")
+            arrays = open_npz(path, "an attention.npz", ["mean_pattern_L0"])
             n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
             means[model] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
         elif path.suffix == ".csv":
-            scores = read_table(path, ["variant", "seed", "layer", "head"])
+            scores = read_table(path, ["variant", "seed", "layer", "head", "induction"],
+                                kind="the stacked head_scores table")
         elif path.suffix == ".json":
-            smear[model] = tuple(read_json(path, "a spec.json").get("model", {}).get("smear_layers", []))
+            smear[model] = tuple(read_json(path, "a spec.json", ["model"])["model"].get("smear_layers", []))
         else:
             raise ValueError(f"attention: unexpected input {path}; expected attention.npz "
                              "files, a head_scores CSV and spec.json files")

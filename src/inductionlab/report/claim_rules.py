@@ -3,10 +3,6 @@ role), a metric, a comparison and a threshold, a source (the write-up's text quo
 statement), and optionally a group, further conditions (``also``) and a unit."""
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 from .claim_metrics import COMPARISONS, ROLE, ClaimError
 from .claim_words import UNITS
 
@@ -20,8 +16,23 @@ SOURCES = {
 }
 
 
+def _claims_document(path) -> dict:
+    """claims.yaml as a mapping with its ``claims`` list; ClaimError naming the file if it
+    is not one (not text, not YAML, another document)."""
+    from ..config import ConfigError, read_yaml
+
+    try:
+        data = read_yaml(path, "claims file")
+    except ConfigError as err:
+        raise ClaimError(str(err)) from None
+    if not isinstance(data.get("claims"), list):
+        raise ClaimError(f"{path}: has no list `claims:`; it is not a claims file "
+                         "(workflow/claims.yaml)")
+    return data
+
+
 def load_claims(path) -> list[dict]:
-    data = yaml.safe_load(Path(path).read_text())
+    data = _claims_document(path)
     claims, groups = data["claims"], data.get("groups", {})
     seen = set()
     for k, claim in enumerate(claims):
@@ -63,6 +74,6 @@ def load_claims(path) -> list[dict]:
 
 def load_settings(claims_yaml) -> dict:
     """The file-level settings of claims.yaml (``at_chance_within``)."""
-    data = yaml.safe_load(Path(claims_yaml).read_text())
+    data = _claims_document(claims_yaml)
     return {"at_chance_within": float(data.get("at_chance_within", DEFAULT_AT_CHANCE_WITHIN)),
             "groups": dict(data.get("groups", {}))}

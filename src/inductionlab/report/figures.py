@@ -25,24 +25,42 @@ from .failure_plots import failure_chart
 from .plots import save
 
 
-def _rows(path, model: str):
-    frame = read_table(path, ["variant"])
+# The stacked table each figure reads (results/tables/<name>.csv) and the columns it needs.
+TABLE_COLUMNS = {
+    "train_log": ["step", "val_loss_all"],
+    "composition": ["kind", "layer", "src_layer"],
+    "failure_modes": ["pattern"],
+    "ablations": ["ablation", "kind"],
+    "dynamics": ["step", "metric", "value"],
+    "offset_profile": ["offset", "kind", "sample"],
+}
+
+
+def _table(path, table: str):
+    """The stacked ``table`` of every model, its columns checked."""
+    return read_table(path, ["variant", "seed", *TABLE_COLUMNS[table]],
+                      kind=f"the stacked {table} table (results/tables/{table}.csv)")
+
+
+def _rows(path, model: str, table: str):
+    frame = _table(path, table)
     return frame[frame["variant"] == model]
 
 
 def _spectra(inputs, model, settings):
-    by_seed = {int(Path(p).parent.name.removeprefix("seed")): open_npz(p, "an eigenvalues.npz")
+    by_seed = {int(Path(p).parent.name.removeprefix("seed")): open_npz(p, "an eigenvalues.npz",
+                                                                       ["direct"])
                for p in inputs}
     return spectra_figure(by_seed, model)
 
 
 def _composition(inputs, model, settings):
-    comp = _rows(inputs[0], model)
+    comp = _rows(inputs[0], model, "composition")
     return composition_figure(comp, model, first_seed(comp["seed"]))
 
 
 def _ablated_attention(inputs, model, settings):
-    n_layers = open_npz(inputs[0], "an ablated_attention.npz")["baseline"].shape[0]
+    n_layers = open_npz(inputs[0], "an ablated_attention.npz", ["baseline"])["baseline"].shape[0]
     rows = [(name, l) for l in range(1, n_layers)  # every later layer: clean, then ablated
             for name in ("baseline", f"qk_from_embedding_L{l}", f"plus_k_L{l}", f"plus_q_L{l}")]
     return ablated_patterns(inputs[0], rows, f"{model} {Path(inputs[0]).parent.name}")
@@ -50,38 +68,38 @@ def _ablated_attention(inputs, model, settings):
 
 def _phase_change(inputs, model, settings):
     phase = read_phase_change(inputs[1])
-    return phase_change_figure(_rows(inputs[0], model), phase[phase["variant"] == model], model)
+    return phase_change_figure(_rows(inputs[0], model, "dynamics"), phase[phase["variant"] == model], model)
 
 
 FIGURES = {
     "training": lambda inputs, model, settings: training_curves(
-        _rows(inputs[0], model), model, _floor(settings)),
+        _rows(inputs[0], model, "train_log"), model, _floor(settings)),
     "spectra": _spectra,
     "composition": _composition,
-    "failure_modes": lambda inputs, model, settings: failure_chart(_rows(inputs[0], model), model),
-    "ablations": lambda inputs, model, settings: ablation_bars(_rows(inputs[0], model), model),
+    "failure_modes": lambda inputs, model, settings: failure_chart(_rows(inputs[0], model, "failure_modes"), model),
+    "ablations": lambda inputs, model, settings: ablation_bars(_rows(inputs[0], model, "ablations"), model),
     "ablated_attention": _ablated_attention,
-    "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model), model),
+    "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model, "dynamics"), model),
     "phase_change": _phase_change,
     "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
     "offset_profile": lambda inputs, model, settings: offset_profile_figure(
-        _rows(inputs[0], model), model),
+        _rows(inputs[0], model, "offset_profile"), model),
 }
 
 
 
 
 def _floor(settings) -> float:
-    return loss_floor(TaskConfig.from_dict(read_json(settings, "the stage settings")["task"]))
+    return loss_floor(TaskConfig.from_dict(read_json(settings, "the stage settings", ["task"])["task"]))
 
 
 MODELS_FIGURES = {
     "training": lambda inputs, models, settings: training_models(
-        read_table(inputs[0], ["variant"]), models, _floor(settings)),
+        _table(inputs[0], "train_log"), models, _floor(settings)),
     "phase_change": lambda inputs, models, settings: phase_change_models(
-        read_table(inputs[0], ["variant"]), read_phase_change(inputs[1]), models),
+        _table(inputs[0], "dynamics"), read_phase_change(inputs[1]), models),
     "offset_profile": lambda inputs, models, settings: offsets_models(
-        read_table(inputs[0], ["variant"]), models),
+        _table(inputs[0], "offset_profile"), models),
     "attention": lambda inputs, models, settings: attention_models_from_files(models, inputs),
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.positional_shortcut import copy_offset
+from ..analysis.positional_shortcut import OFFSET_COLUMNS, POSITION_COLUMNS, copy_offset
 from ..core.data import TaskConfig
 from ..core.seeding import first_seed
 
@@ -105,8 +105,10 @@ def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positi
 
     from ..core.loading import read_json, read_table
 
-    task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings")["task"])
+    task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings", ["task"])["task"])
     k = copy_offset(task)
-    positions = read_table(positions_csv, ["seed"])
-    save(offsets_figure(read_table(offsets_csv), task), offsets_png)
+    positions = read_table(positions_csv, POSITION_COLUMNS,
+                           kind="the stacked positional_shortcut_positions table")
+    offsets = read_table(offsets_csv, OFFSET_COLUMNS, kind="the stacked positional_shortcut_offsets table")
+    save(offsets_figure(offsets, task), offsets_png)
     save(positions_figure(positions, first_seed(positions["seed"]), k), positions_png)

@@ -22,10 +22,22 @@ def _write_tables(tables: dict, outputs: dict) -> None:
         write_csv(out, tables[name])
 
 
-def _settings(path, what: str) -> dict:
+# The keys that tell one stage's settings file (results/settings/<stage>.json) from another's.
+SETTINGS_KEYS = {
+    "behaviour": ["eval_seed", "n_sequences"],
+    "ablations": ["task", "entries"],
+    "dynamics": ["task", "eval_size"],
+    "positional_shortcut": ["task", "prompts", "prompt_len", "n_random_prompts"],
+}
+
+
+def _settings(path, stage: str, needs=()) -> dict:
+    """The settings file of ``stage``; one of another stage, or without the keys ``needs``,
+    is refused, naming the file."""
     from ..core.loading import read_json
 
-    return read_json(path, what)
+    return read_json(path, f"the {stage} settings (results/settings/{stage}.json)",
+                     [*SETTINGS_KEYS[stage], *needs])
 
 
 @command("circuits-tables", "write circuits.csv, composition.csv and eigenvalues.npz of one model",
@@ -51,7 +63,7 @@ def write_behaviour(model, settings, completions, failure_modes, attention, head
     from ..analysis.behaviour import behaviour_results
     from ..core.loading import load_model
 
-    config = _settings(settings, "the behaviour settings")
+    config = _settings(settings, "behaviour", needs=["task", "prompts", "roles"])
     loaded, spec = load_model(model)
     tables, arrays = behaviour_results(loaded, spec, config, log=say)
     _write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
@@ -70,8 +82,8 @@ def write_ablations(model, behaviour_settings, settings, table, attention, threa
     from ..atomic import write_csv
     from ..core.loading import load_model
 
-    behaviour = _settings(behaviour_settings, "the behaviour settings")
-    config = _settings(settings, "the ablation settings")
+    behaviour = _settings(behaviour_settings, "behaviour")
+    config = _settings(settings, "ablations")
     loaded, spec = load_model(model)
     frame, arrays = model_ablations(loaded, spec, behaviour, config, log=say)
     write_csv(table, frame)
@@ -90,8 +102,8 @@ def write_dynamics(model, checkpoints, behaviour_settings, settings, dynamics, l
     from ..atomic import write_csv
     from ..core.loading import load_model
 
-    behaviour = _settings(behaviour_settings, "the behaviour settings")
-    config = _settings(settings, "the dynamics settings")
+    behaviour = _settings(behaviour_settings, "behaviour")
+    config = _settings(settings, "dynamics")
     loaded, spec = load_model(model)
     frame, arrays, phase = dynamics_results(loaded, spec, checkpoints, behaviour, config, log=say)
     write_csv(dynamics, frame)
@@ -128,7 +140,7 @@ def write_shortcut(model, settings, metrics, offsets, completions, positions, th
     from ..analysis.positional_shortcut import shortcut_tables
     from ..core.loading import load_model
 
-    config = _settings(settings, "the experiment's settings")
+    config = _settings(settings, "positional_shortcut")
     loaded, spec = load_model(model)
     say(f"[{spec.name}] positional table {loaded.cfg.pos_encoding}")
     tables = shortcut_tables(loaded, spec, config)
@@ -150,9 +162,9 @@ def write_offsets(model, behaviour_settings, head_scores, algorithms, profile, p
     from ..analysis.offset_attribution import offset_results, roles_by_head
     from ..core.loading import load_model, read_table
 
-    behaviour = _settings(behaviour_settings, "the behaviour settings")
+    behaviour = _settings(behaviour_settings, "behaviour")
     table = read_algorithms(algorithms)
-    roles = roles_by_head(read_table(head_scores, ["layer", "head", "roles"]))
+    roles = roles_by_head(read_table(head_scores, ["layer", "head", "roles"], kind="a head_scores.csv"))
     loaded, spec = load_model(model)
     frames = offset_results(loaded, spec, behaviour, table, roles, log=say)
     _write_tables(dict(zip(("profile", "programs"), frames)),

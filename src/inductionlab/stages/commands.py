@@ -71,7 +71,16 @@ def flag(help: str = "") -> Option:
     return Option(help, flag=True, required=False)
 
 
-THREADS = integer("CPU threads of the computation", default=1)
+def positive_integer(text: str) -> int:
+    """An integer of at least 1 (a count of threads, of steps)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer")
+    return value
+
+
+THREADS = Option("CPU threads of the computation (at least 1)", type=positive_integer,
+                 required=False, default=1)
 
 
 @dataclass(frozen=True)

@@ -51,4 +51,9 @@ def write_json(out, document, indent, sort_keys):
         parsed = json.loads(document)
     except json.JSONDecodeError as err:
         raise ValueError(f"{out}: the document is not JSON ({err})") from None
-    write_text(out, json.dumps(parsed, indent=indent, sort_keys=sort_keys) + "\n")
+    try:
+        text = json.dumps(parsed, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"{out}: the document holds NaN or an infinity, which JSON has no "
+                         "words for; nothing was written") from None
+    write_text(out, text + "\n")

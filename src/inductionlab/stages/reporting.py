@@ -81,7 +81,16 @@ def positional_shortcut_figures(offsets, positions, settings, offsets_figure, po
          inputs=paths("the per-model tables"),
          final_step=integer("the inputs are training logs: each must end at this step", default=0))
 def aggregate(name, long, summary, inputs, final_step=0):
-    from ..report.aggregate import aggregate as stack_tables
+    from ..core.loading import BadInput
+    from ..report.aggregate import aggregate as stack_tables, read_complete
+
+    # --name is the per-model files' name (results/{model}/seed{seed}/{name}.csv): it
+    # selects the key columns, so another name would stack the tables wrongly
+    for p in inputs:
+        if p.name != f"{name}.csv":
+            read_complete(p, final_step or None)  # a damaged file is named as such first
+            raise BadInput(p, f"is not a {name}.csv: --name {name} names the per-model table "
+                           "the inputs are", hint=None)
 
     stack_tables(name, inputs, long, summary, final_step=final_step or None)
 
@@ -104,9 +113,32 @@ def claims(claims_yaml, claims, scorecard, tables, roles=None, families=None, co
                comparison_csv=comparison)
 
 
+def manifest_files(document) -> list[Path]:
+    """Every file a report manifest names (any string value that is an existing file)."""
+    if isinstance(document, dict):
+        return [p for v in document.values() for p in manifest_files(v)]
+    if isinstance(document, list):
+        return [p for v in document for p in manifest_files(v)]
+    if isinstance(document, str) and "\n" not in document:
+        try:
+            return [Path(document)] if Path(document).is_file() else []
+        except (OSError, ValueError):  # words, not a path: too long a name, a NUL
+            return []
+    return []
+
+
+# The keys of a report manifest (written by the workflow's report_manifest rule).
+MANIFEST_KEYS = ("title", "config", "variants", "seeds", "scorecard", "sections")
+
+
 @command("report", "render the report manifest to HTML and PDF",
          manifest=path(), html=path(), pdf=path())
 def report(manifest, html, pdf):
+    from ..core.loading import check_file, read_json
     from ..report.render import write_report
+
+    document = read_json(manifest, "a report manifest (results/report/manifest.json)", MANIFEST_KEYS)
+    for shown in manifest_files(document):  # the report reads them; each as the workflow wrote it
+        check_file(shown, "a file the report shows")
 
     write_report(manifest, html, pdf, log=say)

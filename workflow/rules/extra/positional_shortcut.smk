@@ -7,12 +7,12 @@
 # shortcut*.csv, stacked into results/tables/), two figures and a section. Settings:
 # config["experiments"]["positional_shortcut"] (workflow/schemas/positional_shortcut.schema.yaml);
 # words: positional_shortcut.prose.yaml. No `conda:` directive, for the reason in train.smk.
-from inductionlab.analysis.positional_shortcut import metric_names
+from inductionlab.analysis.positional_shortcut import learned_model_name, metric_names
 from inductionlab.core.data import TaskConfig
 
 PS = config["experiments"]["positional_shortcut"]
 PS_DIR = f"{RESULTS}/positional_shortcut"
-PS_LEARNED = register_model(f"{PS['base_variant']}_learned", PS["base_variant"],
+PS_LEARNED = register_model(learned_model_name(PS), PS["base_variant"],
                             pos_encoding="learned")
 PS_COMPARED = [v for v in PS["compare"] if v in VARIANTS]
 PS_SKIPPED = [v for v in PS["compare"] if v not in VARIANTS]

@@ -7,11 +7,11 @@
 # no rule of its own. Settings: config["experiments"]["positional_table"] (keys and
 # defaults: workflow/schemas/positional_table.schema.yaml); words: positional_table.prose.yaml.
 from inductionlab.core.data import TaskConfig
-from inductionlab.analysis.positional_table import variance_share
+from inductionlab.analysis.positional_table import model_names, variance_share
 
 PT = config["experiments"]["positional_table"]
 PT_FORM = PT["pos_encoding"]
-PT_MODELS = {v: register_model(f"{v}_{PT_FORM}", v, pos_encoding=PT_FORM) for v in PT["variants"]}
+PT_MODELS = {v: register_model(name, v, pos_encoding=PT_FORM) for v, name in model_names(PT).items()}
 PT_FAMILY = register_family("positional_table", f"pos_encoding: {PT_FORM}", **PT_MODELS)
 PT_HEAD = model_settings(PT["variants"][0])
 PT_SHARE = {form: variance_share(form, TaskConfig.from_dict(config["task"]).seq_len,
