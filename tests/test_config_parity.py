@@ -33,6 +33,7 @@ def check(tmp_path, monkeypatch, capsys):
 
 CASES = {
     "reserved name": ("variants:\n  settings: {n_layers: 1}\n", "variants.settings: 'settings' is reserved"),
+    "the models' figures": ("variants:\n  models: {n_layers: 1}\n", "variants.models: 'models' is reserved"),
     "integer key": ("variants:\n  1: {n_layers: 1}\n", "variants: key 1 is an integer"),
     "a registered model's name": (f"variants:\n  one_layer_learned: {{n_layers: 1}}\nextra_rules: [{SHORTCUT}]\n",
                                   "variants.one_layer_learned: is also the name of the positional-shortcut"),
