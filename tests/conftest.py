@@ -1,28 +1,10 @@
+"""The fixtures every test module may use: the tiny workflow run, one torch thread."""
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
-TINY_CONFIG = ROOT / "tests" / "config.tiny.yaml"
-EXTRA_STAGE = ROOT / "tests" / "extra_stage.smk"
-
-
-def write_tiny_config(work):
-    """tests/config.tiny.yaml plus the test-only extra stage, as ``work``/config.yaml."""
-    config = yaml.safe_load(TINY_CONFIG.read_text())
-    config["extra_rules"] = config.get("extra_rules", []) + [str(EXTRA_STAGE)]
-    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-
-
-def snakemake_command(work, *args):
-    """The ``snakemake`` command line of this repository's workflow, run in ``work``."""
-    return [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "-d", str(work),
-            *map(str, args)]
+from helpers import snakemake_command, write_tiny_config
 
 
 @pytest.fixture(scope="session")
@@ -42,24 +24,3 @@ def _one_thread():
     torch.set_num_threads(1)
 
 
-TRAIN = {"steps": 30, "batch_size": 32, "lr": 1e-3, "weight_decay": 1.0, "eval_every": 10,
-         "val_size": 64, "val_seed": 7, "n_checkpoints": 6}
-
-
-def spec_document(variant: str, seed: int, model: dict, task: dict | None = None) -> dict:
-    """A complete spec document for a hand-built model (saved in its files, never trained)."""
-    return {"variant": variant, "seed": seed, "task": dict(task or {}), "model": dict(model),
-            "train": dict(TRAIN), "device": "cpu"}
-
-
-def tiny_spec(variant="two_layer", seed=0, steps=30, **model):
-    """A spec for a fast training run."""
-    model = {"n_layers": 2, "d_model": 32, "n_heads": 4, "pos_encoding": "original",
-             "smear_layers": [], "smear_form": "per_position", **model}
-    return {
-        "variant": variant, "seed": seed,
-        "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
-        "model": model,
-        "train": {**TRAIN, "steps": steps},
-        "device": "cpu",
-    }

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import SCHEMA, tiny_spec
+from helpers import SCHEMA, tiny_spec
 from handbuilt import InductionCircuitModel
 from inductionlab.core.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)

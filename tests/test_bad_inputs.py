@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from conftest import tiny_spec
+from helpers import tiny_spec
 from inductionlab.cli import main
 from inductionlab.core.loading import BadInput, load_model
 from inductionlab.core.spec import write_spec

@@ -139,7 +139,7 @@ def test_repeat_and_prompt_share_helpers():
 def test_cli_complete_checks_every_prompt_before_running(tmp_path):
     from inductionlab.core.train import save_model
 
-    from conftest import spec_document
+    from helpers import spec_document
 
     spec = spec_document("v", 0, {}, {"vocab_size": 26, "block_len": 6, "n_blocks": 4})
     save_model(tmp_path / "model.pt", build_model(ModelConfig(), 0), spec)

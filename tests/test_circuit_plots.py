@@ -12,7 +12,7 @@ from inductionlab.cli import main
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import load_weights, save_weights
 
-from conftest import spec_document
+from helpers import spec_document
 
 
 def spec(variant="hand", seed=0):

@@ -11,7 +11,7 @@ from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import save_weights
 from inductionlab.stages.analyses import write_circuits
 
-from conftest import spec_document
+from helpers import spec_document
 
 
 def _positivity_full(M):

@@ -8,7 +8,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 from inductionlab.report.claim_metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
                                                Tables, family_claims, metric_value)
 from inductionlab.report.claim_rules import load_claims

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from inductionlab.cli import main
 from inductionlab.stages.commands import BY_HAND, COMMANDS, Option, command
 from inductionlab.stages.registry import build_parser

@@ -5,7 +5,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, SCHEMA
+from helpers import ROOT, SCHEMA
 from inductionlab.config import ConfigError, load_config, validate_config
 from inductionlab.core.spec import make_spec, model_config
 

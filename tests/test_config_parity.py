@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, snakemake_command
+from helpers import ROOT, snakemake_command
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml, registered_check
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import tiny_spec
+from helpers import tiny_spec
 from inductionlab.core.spec import Spec
 from inductionlab.core.train import compile_lock
 from inductionlab.workflow_checks import usable_cores

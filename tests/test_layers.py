@@ -9,7 +9,7 @@ the analyses write no files; and no module imports itself through others.
 import ast
 from pathlib import Path
 
-from conftest import ROOT
+from helpers import ROOT
 
 PACKAGE = ROOT / "src" / "inductionlab"
 TOP = {"atomic", "config", "cli", "workflow_checks", "__init__"}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import SCHEMA
+from helpers import SCHEMA
 from handbuilt import PositionalShiftModel, ShiftCopyModel
 from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.config import ConfigError, load_config, validate_experiment
@@ -22,7 +22,7 @@ from inductionlab.stages.analyses import write_shortcut
 from inductionlab.report.shortcut_plots import write_figures
 from inductionlab.core.train import save_model
 
-from conftest import ROOT, spec_document
+from helpers import ROOT, spec_document
 
 TASK = TaskConfig()
 EXPERIMENT_SCHEMA = ROOT / "workflow" / "schemas" / "positional_shortcut.schema.yaml"

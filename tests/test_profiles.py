@@ -5,7 +5,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, TINY_CONFIG, snakemake_command, write_tiny_config
+from helpers import ROOT, TINY_CONFIG, snakemake_command, write_tiny_config
 
 PROFILES = ROOT / "workflow" / "profiles"
 

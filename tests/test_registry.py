@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from conftest import ROOT, SCHEMA
+from helpers import ROOT, SCHEMA
 from inductionlab.config import load_config
 from inductionlab.analysis.positional_table import check_settings, variance_share
 from inductionlab.core.spec import DerivedModel, make_spec

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, SCHEMA
+from helpers import ROOT, SCHEMA
 from inductionlab.report.claims import evaluate_claims, scorecard
 from htmlcheck import external_references, squash
 from inductionlab.config import load_config

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import tiny_spec
+from helpers import tiny_spec
 from inductionlab.core.spec import write_spec
 from inductionlab.core.train import TrainingDiverged, train, train_stacked
 

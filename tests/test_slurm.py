@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import ROOT, TINY_CONFIG, snakemake_command
+from helpers import ROOT, TINY_CONFIG, snakemake_command
 from services import started
 from slurm_cluster import ClusterUnavailable, LocalCluster
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import tiny_spec
+from helpers import tiny_spec
 from inductionlab.core.data import TaskConfig
 from inductionlab.core.loading import BadInput, read_spec
 from inductionlab.core.model import ModelConfig

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conftest import tiny_spec
+from helpers import tiny_spec
 from inductionlab.core.metrics import mean_loss
 from inductionlab.core.loading import load_model
 from inductionlab.core.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,

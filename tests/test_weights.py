@@ -7,7 +7,7 @@ import torch
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import load_weights, model_from_weights, save_weights
 
-from conftest import spec_document
+from helpers import spec_document
 
 
 def _spec(cfg):

@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 from htmlcheck import external_references, squash
 from inductionlab.report.labels import value_label
 from inductionlab.report.tables import fmt
@@ -404,7 +404,7 @@ def test_positional_table_study_section_and_family_table_in_the_report(tiny_run,
 
 def _without_experiment(work):
     """The tiny config with the positional-shortcut experiment taken out of extra_rules."""
-    from conftest import EXTRA_STAGE, TINY_CONFIG
+    from helpers import EXTRA_STAGE, TINY_CONFIG
 
     config = yaml.safe_load(TINY_CONFIG.read_text())
     assert "workflow/rules/extra/positional_shortcut.smk" in config["extra_rules"]
@@ -413,7 +413,7 @@ def _without_experiment(work):
 
 
 def test_removing_the_experiment_from_extra_rules_removes_its_jobs_and_section(tmp_path):
-    from conftest import snakemake_command
+    from helpers import snakemake_command
 
     _without_experiment(tmp_path)
     dry = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,
@@ -432,7 +432,7 @@ def test_removing_the_experiment_from_extra_rules_removes_its_jobs_and_section(t
 
 
 def test_an_extra_rule_file_found_nowhere_is_a_config_error(tmp_path):
-    from conftest import snakemake_command
+    from helpers import snakemake_command
 
     config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
     config["extra_rules"] = ["workflow/rules/extra/no_such_experiment.smk"]
@@ -446,7 +446,7 @@ def test_an_extra_rule_file_found_nowhere_is_a_config_error(tmp_path):
 
 @pytest.mark.parametrize("seed_figures", ["first", "every"])
 def test_per_seed_figure_folders_beyond_the_first_seed_only_when_asked(tmp_path, seed_figures):
-    from conftest import snakemake_command
+    from helpers import snakemake_command
 
     config = yaml.safe_load((ROOT / "tests" / "config.tiny.yaml").read_text())
     config["seeds"] = [0, 1]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import snakemake_command
+from helpers import snakemake_command
 
 pytestmark = pytest.mark.e2e  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
 
