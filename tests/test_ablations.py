@@ -17,7 +17,7 @@ from inductionlab.config import ConfigError, validate_config
 from inductionlab.core.data import TaskConfig
 from inductionlab.core.metrics import task_metrics
 from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig, build_model
-from inductionlab.core.train import save_model
+from inductionlab.core.loading import save_model
 
 MODELS = {
     "one_layer": ModelConfig(n_layers=1),

@@ -1,5 +1,4 @@
 import itertools
-import math
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -137,7 +136,7 @@ def test_repeat_and_prompt_share_helpers():
 
 
 def test_cli_complete_checks_every_prompt_before_running(tmp_path):
-    from inductionlab.core.train import save_model
+    from inductionlab.core.loading import save_model
 
     from helpers import spec_document
 

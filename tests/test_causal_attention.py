@@ -9,7 +9,8 @@ from inductionlab.core.data import TaskConfig, sample_sequences
 from inductionlab.core.metrics import mean_loss
 from inductionlab.core.model import ModelConfig, build_model, choose_attention
 from inductionlab.core.seeding import generator
-from inductionlab.core.train import loss_function, optimizer, train_step
+from inductionlab.core.compile_policy import loss_function
+from inductionlab.core.train import optimizer, train_step
 
 pytestmark = pytest.mark.skipif(not kernel.available(24, 8)[0],
                                 reason=f"the attention kernel does not build here: {kernel.available(24, 8)[1]}")

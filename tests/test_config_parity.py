@@ -2,7 +2,6 @@
 reject or fail on, naming the key; the Snakefile runs the same check. A schema's
 cross-field check is one registered by the code that owns it, never code it names."""
 import subprocess
-import sys
 
 import pytest
 import yaml

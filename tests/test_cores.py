@@ -10,7 +10,7 @@ import pytest
 
 from helpers import tiny_spec
 from inductionlab.core.spec import Spec
-from inductionlab.core.train import compile_lock
+from inductionlab.core.compile_policy import compile_lock
 from inductionlab.workflow_checks import usable_cores
 
 SNAKEFILE = textwrap.dedent('''

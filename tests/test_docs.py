@@ -6,7 +6,6 @@ import math
 import re
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import torch
 import yaml

@@ -20,7 +20,7 @@ from inductionlab.analysis.positional_shortcut import (attention_summary, check_
 from inductionlab.core.spec import Spec
 from inductionlab.stages.analyses import write_shortcut
 from inductionlab.report.shortcut_plots import write_figures
-from inductionlab.core.train import save_model
+from inductionlab.core.loading import save_model
 
 from helpers import ROOT, spec_document
 

@@ -2,7 +2,6 @@
 L0H1, and one rule for digits, in tables, figures and text."""
 import re
 
-import matplotlib
 import numpy as np
 import pandas as pd
 import pytest

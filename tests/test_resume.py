@@ -13,7 +13,8 @@ import torch
 
 from helpers import tiny_spec
 from inductionlab.core.spec import write_spec
-from inductionlab.core.train import TrainingDiverged, train, train_stacked
+from inductionlab.core.stacked import train_stacked
+from inductionlab.core.train import TrainingDiverged, train
 
 
 def _state(path):

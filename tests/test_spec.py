@@ -8,7 +8,7 @@ from inductionlab.core.data import TaskConfig
 from inductionlab.core.loading import BadInput, read_spec
 from inductionlab.core.model import ModelConfig
 from inductionlab.core.spec import Spec, write_spec
-from inductionlab.core.train import resume_key
+from inductionlab.core.resume import resume_key
 
 
 def test_a_spec_is_parsed_into_typed_parts_and_keeps_its_document(tmp_path):

@@ -5,8 +5,9 @@ import torch
 from helpers import tiny_spec
 from inductionlab.core.metrics import mean_loss
 from inductionlab.core.loading import load_model
-from inductionlab.core.train import (StackedModels, TrainingDiverged, checkpoint_steps, eval_steps,
-                                loss_function, should_compile, train, train_stacked)
+from inductionlab.core.compile_policy import loss_function, should_compile
+from inductionlab.core.stacked import StackedModels, train_stacked
+from inductionlab.core.train import TrainingDiverged, checkpoint_steps, eval_steps, train
 from inductionlab.core.model import ModelConfig, build_model
 
 

@@ -214,3 +214,17 @@ def read_table(path, columns=(), kind: str | None = None, **read_csv_args):
                        + (f": it is not {kind}" if kind else "; truncated or another table"),
                        hint=None if kind else REBUILD)
     return frame
+
+
+def save_model(path, model, spec) -> None:
+    """Write a model and its spec to ``path`` (atomically), as :func:`load_model` reads it."""
+    import torch
+
+    from .. import atomic
+    from .spec import Spec
+
+    payload = {"spec": Spec.of(spec).to_dict(), "model_config": model.cfg.to_dict(),
+               "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+               "torch_version": str(torch.__version__)}
+    with atomic.atomic_path(path) as tmp:
+        torch.save(payload, tmp)

@@ -21,7 +21,7 @@ def train(spec, out_dir, threads):
          threads=THREADS)
 def train_stacked(specs, threads):
     from ..core.loading import read_spec
-    from ..core.train import train_stacked as train_models
+    from ..core.stacked import train_stacked as train_models
 
     train_models([read_spec(p) for p in specs], [p.parent for p in specs], threads=threads)
 
