@@ -12,7 +12,8 @@ from inductionlab.report import attention_plots as ap
 from inductionlab.report import plots
 from inductionlab.report.figures import write_figure
 from inductionlab.analysis.attention import offset_profile
-from inductionlab.analysis.behaviour import check_prompt, expected_completion, greedy_complete, prompt_attention
+from inductionlab.analysis.behaviour import check_prompt, expected_completion, prompt_attention
+from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.data import TaskConfig, decode, encode
 from inductionlab.core.model import ModelConfig, build_model
 

@@ -8,13 +8,15 @@ import torch
 
 from handbuilt import ShiftCopyModel
 from inductionlab.config import behaviour_settings_problems
-from inductionlab.analysis.behaviour import (adjacent_repeats, behaviour_results, blocks_with_pattern,
-                                    check_prompt, expected_completion, failure_modes,
-                                    greedy_complete, icl_score, immediate_repeats, in_prompt,
-                                    pattern_of, pattern_probability, period_measures,
-                                    period_sequences, prompt_suite, random_prompt_summary,
-                                    repetition_patterns,
-                                    shared_prefix_measures, shared_prefix_prompts)
+from inductionlab.analysis.behaviour import (behaviour_results, check_prompt, expected_completion,
+                                             icl_score, prompt_suite, random_prompt_summary)
+from inductionlab.analysis.failure_modes import (adjacent_repeats, blocks_with_pattern,
+                                                 failure_modes, pattern_of, pattern_probability,
+                                                 repetition_patterns)
+from inductionlab.analysis.measures import immediate_repeats, in_prompt
+from inductionlab.analysis.period_test import (period_measures, period_sequences,
+                                               shared_prefix_measures, shared_prefix_prompts)
+from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.seeding import generator

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from inductionlab.analysis.behaviour import greedy_complete
+from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.decoding import greedy_decode
 from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig
 

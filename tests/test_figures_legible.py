@@ -21,7 +21,8 @@ from inductionlab.report import (ablation_plots, attention_plots, circuit_plots,
                                  figures, models_plots, plots, shortcut_plots)
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
-from inductionlab.analysis.behaviour import evaluation_samples, pattern_probability, repetition_patterns
+from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.analysis.failure_modes import pattern_probability, repetition_patterns
 from inductionlab.analysis.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table

@@ -26,8 +26,6 @@ letter the model predicts tells whether it follows the first or the nearest occu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -35,71 +33,17 @@ import torch
 
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
                          predictable_mask, repeat_blocks, sample_blocks)
+from ..core.decoding import greedy_complete
 from ..core.seeding import generator
 from ..config import behaviour_settings_problems
-from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
+from .failure_modes import blocks_with_pattern, failure_modes
+from .measures import (Measure, completion_accuracy, immediate_repeats, in_prompt, mean_measure,
+                       measure_table, rate_measure)
+from .period_test import period_measures, shared_prefix_fits, shared_prefix_measures
 
 # the schema's defaults, for settings files written before these keys existed
 PERIOD_LENGTHS = (4, 5, 6, 7, 8)
 SHARED_PREFIX_LEN = 3
-
-
-# ---------------------------------------------------------------- measured values
-
-@dataclass(frozen=True)
-class Measure:
-    """A value of ``behaviour.csv`` with what its interval is computed from.
-
-    ``units``: the per-unit values (one per sequence or prompt) whose mean the value is;
-    its interval is a percentile bootstrap over them. ``events``: (k, n) of a rate k / n;
-    its interval is the exact binomial one (NaN when n = 0). Both (a rate of events that
-    come in groups, e.g. the letters of one completion): the union of the two intervals,
-    since the letters of one prompt are not independent trials and a bootstrap of no
-    event is [0, 0]. Neither: a value with no interval (a count, a standard deviation).
-    """
-    value: float
-    units: np.ndarray | None = None
-    events: tuple[int, int] | None = None
-
-    def interval(self, seed: int, purpose: str) -> tuple[float, float]:
-        """The 95 % interval (low, high); the bootstrap's resamples come from (seed, purpose)."""
-        bounds = []
-        if self.units is not None:
-            bounds.append(bootstrap_interval(self.units, seed=seed, purpose=purpose))
-        if self.events is not None and self.events[1] > 0:
-            bounds.append(binomial_interval(*self.events))
-        if not bounds:
-            return math.nan, math.nan
-        return min(b[0] for b in bounds), max(b[1] for b in bounds)
-
-
-def mean_measure(units: torch.Tensor, value: float | None = None) -> Measure:
-    """The mean of per-unit values [units] (``value``: the same mean as already computed)."""
-    units = units.detach().double().cpu()
-    return Measure(units.mean().item() if value is None else float(value), units=units.numpy())
-
-
-def rate_measure(events: torch.Tensor) -> Measure:
-    """The share of True in a bool tensor, every element a trial; rows of a 2-d tensor are
-    also units of a bootstrap (the letters of one prompt, say)."""
-    units = events.float().mean(-1).double().numpy() if events.dim() == 2 else None
-    return Measure(events.float().mean().item(), units=units,
-                   events=(int(events.sum()), events.numel()))
-
-
-def measure_table(measures: dict[str, Measure], seed: int) -> pd.DataFrame:
-    """Columns metric, value, low, high: one row per measure. Every bootstrap resamples the
-    units with the same draws for a given number of units (seeded from ``seed``), as one
-    resampling of the evaluation sample."""
-    low, high = interval_columns("value")
-    bounds = [m.interval(seed, "behaviour-units") for m in measures.values()]
-    return pd.DataFrame({"metric": list(measures), "value": [float(m.value) for m in measures.values()],
-                         low: [b[0] for b in bounds], high: [b[1] for b in bounds]})
-
-
-@torch.no_grad()
-def _logits(model, tokens: torch.Tensor, batch: int = 4096) -> torch.Tensor:
-    return torch.cat([model(tokens[i:i + batch]) for i in range(0, len(tokens), batch)])
 
 
 # ---------------------------------------------------------------- prompts
@@ -117,44 +61,6 @@ def expected_completion(prompt: str, task: TaskConfig) -> str | None:
 
 
 @torch.no_grad()
-def greedy_complete(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
-    """Greedy decoding of equal-length prompts [B, P] to ``length`` tokens: [B, length].
-
-    A plain model decodes one position a step with its keys and values kept
-    (:func:`~inductionlab.core.decoding.greedy_decode`). Any other (an ablated model, a
-    hand-built one with its own pass) runs the sequence so far at each step: the model is
-    causal, so the last position's prediction is all that a longer run would add.
-    """
-    from ..core.decoding import greedy_decode
-    from ..core.model import AttentionOnlyTransformer
-
-    if (isinstance(model, AttentionOnlyTransformer)
-            and type(model)._run is AttentionOnlyTransformer._run
-            and type(model).forward is AttentionOnlyTransformer.forward):
-        return greedy_decode(model, prompts, length)
-    B, P = prompts.shape
-    seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
-    seq[:, :P] = prompts
-    for t in range(P, length):
-        seq[:, t] = model(seq[:, :t])[:, -1].argmax(-1)
-    return seq
-
-
-def completion_accuracy(generated: torch.Tensor, expected: torch.Tensor, start: int) -> torch.Tensor:
-    """Per sequence: share of positions >= ``start`` where the two agree: [B]."""
-    return (generated[:, start:] == expected[:, start:]).float().mean(-1)
-
-
-def immediate_repeats(seq: torch.Tensor, start: int) -> torch.Tensor:
-    """Bool [B, T - start]: token t equals token t - 1, for the tokens t >= start."""
-    return seq[:, start:] == seq[:, start - 1:-1]
-
-
-def in_prompt(seq: torch.Tensor, start: int) -> torch.Tensor:
-    """Bool [B, T - start]: token t occurs somewhere in the prompt seq[:, :start]."""
-    return (seq[:, start:, None] == seq[:, None, :start]).any(-1)
-
-
 def prompt_suite(model, prompts: list[str], task: TaskConfig, write_up: list[dict] | None = None,
                  variant: str | None = None) -> pd.DataFrame:
     """One row per suite prompt: completion, expected completion, accuracy, habits."""
@@ -325,101 +231,6 @@ def prompt_attention(model, prompts: list[str], greedy: list[str], task: TaskCon
     return arrays
 
 
-# ---------------------------------------------------------------- failure modes
-
-@lru_cache(maxsize=None)
-def repetition_patterns(n: int) -> tuple[str, ...]:
-    """Every set partition of n positions, as a canonical letter pattern.
-
-    Restricted growth strings: the first position is A, each later position
-    reuses an earlier letter or takes the next new one (AAABBB, ABABAB, ABCDEF...).
-    Bell(n) patterns; Bell(6) = 203.
-    """
-    out = []
-
-    def grow(prefix: list[int], n_used: int):
-        if len(prefix) == n:
-            out.append("".join(ALPHABET[i] for i in prefix))
-            return
-        for letter in range(n_used + 1):
-            grow(prefix + [letter], max(n_used, letter + 1))
-
-    grow([], 0)
-    return tuple(out)
-
-
-def pattern_of(block: str) -> str:
-    """The repetition pattern of a block: ``XXYZZY`` -> ``AABCCB``."""
-    first: dict[str, str] = {}
-    return "".join(first.setdefault(ch, ALPHABET[len(first)]) for ch in block)
-
-
-def pattern_probability(pattern: str, vocab_size: int) -> float:
-    """Probability that a uniformly drawn block has this pattern: V!/(V-k)! / V^n."""
-    k = len(set(pattern))
-    return math.perm(vocab_size, k) / vocab_size ** len(pattern)
-
-
-def adjacent_repeats(pattern: str) -> int:
-    """Equal neighbours in the repeated sequence: inside the block and across its wrap."""
-    return sum(pattern[i] == pattern[(i + 1) % len(pattern)] for i in range(len(pattern)))
-
-
-def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Generator) -> torch.Tensor:
-    """``n`` blocks realising ``pattern``, their distinct letters drawn uniformly: [n, len]."""
-    k = len(set(pattern))
-    letters = torch.argsort(torch.rand(n, vocab_size, generator=gen), dim=1)[:, :k]
-    index = torch.tensor([ALPHABET.index(ch) for ch in pattern])
-    return letters[:, index]
-
-
-@torch.no_grad()
-def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: int) -> pd.DataFrame:
-    """Accuracy on every repetition pattern of a block, weighted by how often it occurs.
-
-    Per pattern: teacher-forced argmax accuracy on the predictable targets, with its
-    bootstrap interval over the pattern's ``samples`` blocks (``teacher_forced_acc_low``,
-    ``_high``); greedy accuracy on the letters completed from a ``prompt_len``-letter
-    prompt and the share of blocks completed perfectly, with its exact binomial interval;
-    the pattern's probability under uniform sampling; ``error_mass`` = probability x
-    teacher-forced error rate and its share of the total.
-    """
-    patterns = repetition_patterns(task.block_len)
-    gen = generator(seed, "failure-modes")
-    blocks = torch.cat([blocks_with_pattern(p, samples, task.vocab_size, gen) for p in patterns])
-    seqs = repeat_blocks(blocks, task.n_blocks)
-    logits = torch.cat([model(seqs[i:i + 4096]) for i in range(0, len(seqs), 4096)])
-    start = task.first_predictable
-    correct = (logits[:, :-1].argmax(-1) == seqs[:, 1:])[:, start:].float().mean(-1)
-    greedy = torch.cat([greedy_complete(model, seqs[i:i + 4096, :prompt_len], task.seq_len)
-                        for i in range(0, len(seqs), 4096)])
-    greedy_acc = completion_accuracy(greedy, seqs, prompt_len)
-    per_block = correct.view(len(patterns), samples)
-    exact = (greedy_acc == 1).view(len(patterns), samples)
-    # the blocks are the units: axis 0 of [samples, patterns], every pattern at once
-    tf_low, tf_high = bootstrap_interval(per_block.T.double().numpy().reshape(samples, -1),
-                                         seed=seed, purpose="teacher_forced_acc")
-    exact_bounds = [binomial_interval(int(k), samples) for k in exact.sum(-1)]
-    tf, ex = "teacher_forced_acc", f"greedy_exact_prompt{prompt_len}"
-    frame = pd.DataFrame({
-        "pattern": patterns,
-        "n_distinct": [len(set(p)) for p in patterns],
-        "adjacent_repeats": [adjacent_repeats(p) for p in patterns],
-        "probability": [pattern_probability(p, task.vocab_size) for p in patterns],
-        tf: per_block.mean(-1).numpy(),
-        interval_columns(tf)[0]: np.atleast_1d(tf_low),
-        interval_columns(tf)[1]: np.atleast_1d(tf_high),
-        f"greedy_acc_prompt{prompt_len}": greedy_acc.view(len(patterns), samples).mean(-1).numpy(),
-        ex: exact.float().mean(-1).numpy(),
-        interval_columns(ex)[0]: [b[0] for b in exact_bounds],
-        interval_columns(ex)[1]: [b[1] for b in exact_bounds],
-    })
-    frame["error_mass"] = frame["probability"] * (1 - frame["teacher_forced_acc"])
-    total = frame["error_mass"].sum()
-    frame["error_share"] = frame["error_mass"] / total if total > 0 else 0.0
-    return frame
-
-
 # ---------------------------------------------------------------- in-context learning
 
 def icl_score(loss_pos: torch.Tensor) -> float:
@@ -460,87 +271,6 @@ def sequence_measures(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConf
     out["repeat_when_correct_rate"] = Measure(float(k) / n if n else math.nan, events=(k, n))
     out["repeat_when_correct_n"] = Measure(float(n))
     return out
-
-
-# ---------------------------------------------------------------- content or position
-
-def period_sequences(task: TaskConfig, period: int, n: int, seed: int) -> torch.Tensor:
-    """``n`` sequences of ``seq_len`` tokens that repeat a block of ``period`` distinct letters
-    (drawn uniformly without replacement; generator (seed, "period-{period}")): [n, T]."""
-    blocks = blocks_with_pattern(ALPHABET[:period], n, task.vocab_size,
-                                 generator(seed, f"period-{period}"))
-    return repeat_blocks(blocks, -(-task.seq_len // period))[:, :task.seq_len]
-
-
-@torch.no_grad()
-def period_measures(model, task: TaskConfig, periods, n: int, seed: int) -> dict[str, Measure]:
-    """The period test: ``period{p}_acc``, teacher-forced argmax accuracy on
-    :func:`period_sequences` of each period p, with its bootstrap interval over sequences.
-
-    Scored are the predictions made at positions i >= p, where the current letter has
-    occurred before (p back); they predict tokens p + 1 .. T - 1. The first letter of the
-    second block (token p) is left out: nothing in the context determines it for a model
-    that does not already know the period. A model that copies what followed the earlier
-    occurrence of the current letter scores 1 at every p. One that copies the letter
-    ``s`` back by position (s = block_len - 1 solves the task) predicts token i - s for
-    token i + 1: from position s on, right at every prediction where p divides s + 1 and
-    at none elsewhere.
-    """
-    out = {}
-    for p in dict.fromkeys(periods):
-        seq = period_sequences(task, p, n, seed)
-        correct = (_logits(model, seq)[:, p:-1].argmax(-1) == seq[:, p + 1:]).float()
-        out[f"period{p}_acc"] = mean_measure(correct.mean(-1), correct.mean().item())
-    return out
-
-
-def shared_prefix_prompts(task: TaskConfig, prefix_len: int, n: int,
-                          seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``n`` first-or-nearest prompts P X P D P: [n, 2 * block_len + prefix_len].
-
-    Two blocks of ``block_len`` letters, P+X and P+D, share their first ``prefix_len``
-    letters P and no other (2 * block_len - prefix_len distinct letters, drawn uniformly
-    without replacement; generator (seed, "shared-prefix-prompts")); P follows them again
-    (ABCXYZABCDEF + ABC). Also returns X[0] and D[0] [n]: the next letter after the last
-    letter of P in the first block and in the nearest.
-    """
-    bl, p = task.block_len, prefix_len
-    letters = torch.argsort(torch.rand(n, task.vocab_size, generator=generator(seed, "shared-prefix-prompts")),
-                            dim=1)[:, :2 * bl - p]
-    prefix, first, nearest = letters[:, :p], letters[:, p:bl], letters[:, bl:]
-    return torch.cat([prefix, first, prefix, nearest, prefix], dim=1), first[:, 0], nearest[:, 0]
-
-
-def shared_prefix_fits(task: TaskConfig, prefix_len: int) -> bool:
-    """Whether the prompts of :func:`shared_prefix_prompts` fit the task: their letters in the
-    vocabulary and their length in the context."""
-    bl = task.block_len
-    return 2 * bl - prefix_len <= task.vocab_size and 2 * bl + prefix_len <= task.seq_len
-
-
-@torch.no_grad()
-def shared_prefix_measures(model, task: TaskConfig, prefix_len: int, n: int,
-                           seed: int) -> dict[str, Measure]:
-    """Which block the model continues on :func:`shared_prefix_prompts`, teacher-forced.
-
-    The argmax after the last letter of P either follows the first block (X[0]), the
-    nearest (D[0]) or neither: ``shared_prefix_follows_first`` and
-    ``shared_prefix_follows_nearest`` are the shares of prompts (exact binomial
-    intervals), ``shared_prefix_nearest_minus_first`` the mean over prompts of the
-    difference of the two indicators (bootstrap interval over prompts). A model that
-    copies what followed the most recent earlier occurrence of the current letter follows
-    the nearest; one that copies what followed its first occurrence, the first. None when
-    the prompts do not fit the task (:func:`shared_prefix_fits`).
-    """
-    if not shared_prefix_fits(task, prefix_len):
-        return {}
-    seq, first, nearest = shared_prefix_prompts(task, prefix_len, n, seed)
-    predicted = _logits(model, seq)[:, -1].argmax(-1)
-    follows_first, follows_nearest = predicted == first, predicted == nearest
-    return {"shared_prefix_follows_first": rate_measure(follows_first),
-            "shared_prefix_follows_nearest": rate_measure(follows_nearest),
-            "shared_prefix_nearest_minus_first": mean_measure(follows_nearest.double()
-                                                              - follows_first.double())}
 
 
 # ---------------------------------------------------------------- the stage

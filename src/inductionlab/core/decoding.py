@@ -55,3 +55,25 @@ def greedy_decode(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
         if t + 1 >= P:
             seq[:, t + 1] = (x @ model.W_U).argmax(-1)
     return seq
+
+
+def greedy_complete(model, prompts: torch.Tensor, length: int) -> torch.Tensor:
+    """Greedy decoding of equal-length prompts [B, P] to ``length`` tokens: [B, length].
+
+    A plain model decodes one position a step with its keys and values kept
+    (:func:`greedy_decode`). Any other (an ablated model, a
+    hand-built one with its own pass) runs the sequence so far at each step: the model is
+    causal, so the last position's prediction is all that a longer run would add.
+    """
+    from .model import AttentionOnlyTransformer
+
+    if (isinstance(model, AttentionOnlyTransformer)
+            and type(model)._run is AttentionOnlyTransformer._run
+            and type(model).forward is AttentionOnlyTransformer.forward):
+        return greedy_decode(model, prompts, length)
+    B, P = prompts.shape
+    seq = torch.zeros(B, length, dtype=torch.long, device=prompts.device)
+    seq[:, :P] = prompts
+    for t in range(P, length):
+        seq[:, t] = model(seq[:, :t])[:, -1].argmax(-1)
+    return seq

@@ -16,7 +16,8 @@ def project_dir() -> Path:
          model=Option("a model.pt", positional=True),
          prompts=Option("letters, e.g. ABCDEFABCDEF", type=str, many=True, positional=True))
 def complete(model, prompts):
-    from ..analysis.behaviour import expected_completion, greedy_complete
+    from ..analysis.behaviour import expected_completion
+    from ..core.decoding import greedy_complete
     from ..core.data import check_prompt, decode
     from ..core.loading import load_model
 
