@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import time
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
@@ -17,72 +16,7 @@ from .model import AttentionOnlyTransformer, build_model
 from .seeding import generator
 from .resume import adam_moments, restore_adam
 from .spec import Spec
-from .train import _SeedRun, _setup, first_non_finite
-
-
-class TrainingDiverged(RuntimeError):
-    """The training loss became NaN or infinite."""
-
-
-def checkpoint_steps(total: int, n: int = 40) -> list[int]:
-    """About ``n`` steps: half log-spaced in [1, total], half evenly spaced in [0, total].
-
-    Always includes 0 and ``total``; dense early (where phase changes happen) and
-    regular later.
-    """
-    if total < 1:
-        return [0]
-    n_log = n // 2
-    log = np.geomspace(1, total, max(n_log, 2))
-    lin = np.linspace(0, total, max(n - n_log, 2))
-    steps = set(np.round(np.concatenate([log, lin])).astype(int).tolist()) | {0, total}
-    return sorted(s for s in steps if 0 <= s <= total)
-
-
-def eval_steps(total: int, every: int) -> list[int]:
-    """Validation steps: 0, every ``every`` steps, and the last step."""
-    return sorted(set(range(0, total + 1, every)) | {total})
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device is 'cuda' but torch sees no CUDA device on this machine; set "
-                         "device: cpu or auto in config.yaml, or run where a GPU is")
-    return torch.device(name)
-
-
-def device_name(device: torch.device) -> str:
-    """``cpu``, or ``cuda:0 (<GPU name>)``."""
-    if device.type == "cuda":
-        return f"{device} ({torch.cuda.get_device_name(device)})"
-    return str(device)
-
-
-def _log_row(spec: Spec, step: int, train_loss: float, metrics: dict, elapsed: float,
-             device: torch.device) -> dict:
-    row = {"variant": spec.variant, "seed": spec.seed, "step": step, "train_loss": train_loss,
-           "val_loss_all": metrics["loss_all"], "val_loss_pred": metrics["loss_pred"],
-           "val_acc_pred": metrics["acc_pred"], "elapsed_s": round(elapsed, 3),
-           "device": device_name(device), "torch": str(torch.__version__)}
-    row.update({f"val_loss_pos{i}": v for i, v in enumerate(metrics["loss_pos"])})
-    return row
-
-
-def optimizer(params, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW as every training run takes it: fused, one kernel per parameter for the whole
-    update (the same numbers as the default loop over its steps, to float32 rounding,
-    in about a third of the time on a CPU; benchmarks/train_speed.py)."""
-    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
-
-
-def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
-    """One AdamW step on ``loss``; returns the detached loss (no host sync)."""
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    return loss.detach()
+from .train import _SeedRun, _setup, first_non_finite, optimizer, train_step
 
 
 class StackedModels(nn.Module):

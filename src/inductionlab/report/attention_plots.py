@@ -364,60 +364,55 @@ def attention_rows_figure(rows: list[dict], title: str):
     return fig
 
 
-def attention_seeds_from_files(variant: str, inputs: list):
-    """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
-    attention.npz (seed from the ``seed{N}`` folder), the aggregated head_scores table,
-    and optionally a spec.json of the variant (for its smeared layers)."""
+def read_attention_inputs(figure: str, inputs: list) -> tuple[dict, object, dict]:
+    """The inputs of an attention figure: every attention.npz's mean patterns by (model,
+    seed) (from its results/{model}/seed{N} folder), the stacked head_scores table, and each
+    spec.json's smeared layers by model; a file of another kind is refused."""
     from ..core.loading import open_npz, read_json, read_table
 
-    means, scores, smear = {}, None, ()
-    for path in map(Path, inputs):
-        if path.suffix == ".npz":
-            seed = int(path.parent.name.removeprefix("seed"))
-            arrays = open_npz(path, "an attention.npz", ["mean_pattern_L0"])
-            n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
-            means[seed] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
-        elif path.suffix == ".csv":
-            scores = read_table(path, ["variant", "seed", "layer", "head", "induction"],
-                                kind="the stacked head_scores table")
-        elif path.suffix == ".json":
-            smear = tuple(read_json(path, "a spec.json", ["model"])["model"].get("smear_layers", []))
-        else:
-            raise ValueError(f"attention_seeds: unexpected input {path}; expected attention.npz "
-                             "files, a head_scores CSV and optionally a spec.json")
-    if not means or scores is None:
-        raise ValueError("attention_seeds needs every seed's attention.npz and a head_scores CSV")
-    if "variant" in scores:
-        scores = scores[scores["variant"] == variant]
-    return attention_seeds_figure(means, scores, variant, smear)
-
-
-def attention_models_from_files(models: list[str], inputs: list):
-    """The ``attention`` figure of several models: ``inputs`` are each model's
-    attention.npz of one seed (model and seed from the results/{model}/seed{N} folders),
-    the aggregated head_scores table, and each model's spec.json (its smeared layers)."""
-    from ..core.loading import open_npz, read_json, read_table
-
-    means, smear, scores, seed = {}, {}, None, None
+    means, scores, smear = {}, None, {}
     for path in map(Path, inputs):
         model = path.parent.parent.name
         if path.suffix == ".npz":
             seed = int(path.parent.name.removeprefix("seed"))
             arrays = open_npz(path, "an attention.npz", ["mean_pattern_L0"])
             n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
-            means[model] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
+            means[model, seed] = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
         elif path.suffix == ".csv":
             scores = read_table(path, ["variant", "seed", "layer", "head", "induction"],
                                 kind="the stacked head_scores table")
         elif path.suffix == ".json":
             smear[model] = tuple(read_json(path, "a spec.json", ["model"])["model"].get("smear_layers", []))
         else:
-            raise ValueError(f"attention: unexpected input {path}; expected attention.npz "
+            raise ValueError(f"{figure}: unexpected input {path}; expected attention.npz "
                              "files, a head_scores CSV and spec.json files")
-    missing = [m for m in models if m not in means]
-    if missing or scores is None:
+    if not means or scores is None:
+        raise ValueError(f"{figure} needs attention.npz files and a head_scores CSV")
+    return means, scores, smear
+
+
+def attention_seeds_from_files(variant: str, inputs: list):
+    """The ``attention_seeds`` figure of ``variant``: ``inputs`` are every seed's
+    attention.npz, the aggregated head_scores table, and optionally a spec.json of the
+    variant (for its smeared layers); see :func:`read_attention_inputs`."""
+    means, scores, smear = read_attention_inputs("attention_seeds", inputs)
+    if "variant" in scores:
+        scores = scores[scores["variant"] == variant]
+    by_seed = {seed: m for (_, seed), m in means.items()}
+    return attention_seeds_figure(by_seed, scores, variant, next(iter(smear.values()), ()))
+
+
+def attention_models_from_files(models: list[str], inputs: list):
+    """The ``attention`` figure of several models: ``inputs`` are each model's
+    attention.npz of one seed, the aggregated head_scores table, and each model's spec.json
+    (its smeared layers); see :func:`read_attention_inputs`."""
+    means, scores, smear = read_attention_inputs("attention", inputs)
+    seeds = {m: seed for m, seed in means}
+    missing = [m for m in models if m not in seeds]
+    if missing:
         raise ValueError(f"attention needs an attention.npz of every model (missing: "
-                         f"{', '.join(missing) or 'none'}) and a head_scores CSV")
-    rows = [{"label": m, "means": means[m], "smear": smear.get(m, ()),
-             "scores": scores[(scores["variant"] == m) & (scores["seed"] == seed)]} for m in models]
-    return attention_models_figure(rows, seed)
+                         f"{', '.join(missing)})")
+    rows = [{"label": m, "means": means[m, seeds[m]], "smear": smear.get(m, ()),
+             "scores": scores[(scores["variant"] == m) & (scores["seed"] == seeds[m])]}
+            for m in models]
+    return attention_models_figure(rows, seeds[models[0]])
