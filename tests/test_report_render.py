@@ -453,5 +453,5 @@ def test_render_table_across_models(heads_csv, tmp_path):
                   "n": [2, 2, 2], "mean": [0.5, 2.0, 0.25], "std": [0.1, 0.2, 0.05],
                   "min": [0.4, 1.8, 0.2], "max": [0.6, 2.2, 0.3]}).to_csv(path, index=False)
     html = T.render_table({"path": str(path), "spread": {"index": ["metric"]}}, ["b_model", "a_model"])
-    assert "<th>metric</th><th>b_model</th><th>a_model</th>" in html
+    assert "<th>metric</th><th>b_&#8203;model</th><th>a_&#8203;model</th>" in html
     assert html.count("<tr>") == 3  # header, acc_pred, loss_all

@@ -180,7 +180,8 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     same for every variant (e.g. ``models_figure(name)``) once; a per-variant figure once
     per variant.
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
-    columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table);
+    columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table; models:
+    a list of models to show side by side, as the body does for a variant section);
     appendix: True (or a list of variants) puts it in the model's per-seed appendix
     instead of the body.
     figures: dicts with path, caption and, for a file inside a directory output, dir;

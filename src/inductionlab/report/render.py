@@ -92,7 +92,7 @@ def _render_items(items: dict, variant: str | None, numbers: Numbers, appendix: 
     or in the appendix, numbered."""
     tables = [t for t in items.get("tables", []) if _in_appendix(t, variant) == appendix]
     figures = [f for f in items.get("figures", []) if _in_appendix(f, variant) == appendix]
-    rendered = [(spec, T.render_table(spec, variant)) for spec in tables]
+    rendered = [(spec, T.render_table(spec, spec.get("models", variant))) for spec in tables]
     return {  # a table with no rows for this model is left out, caption and number too
         "tables": [{**spec, "number": numbers.next("table"), "html": html}
                    for spec, html in rendered if html],

@@ -129,7 +129,9 @@ def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True,
     """An HTML table; cells are escaped except the columns in ``raw_columns`` (pre-rendered
     HTML); headers, and the names in a ``metric`` column, are :func:`label`-led, except the
     headers in ``names`` (e.g. models' names), shown as they are."""
-    head = "".join(f"<th>{_header(c) if labelled and c not in names else html.escape(str(c))}</th>"
+    head = "".join(f"<th>{_header(c)}</th>" if labelled and c not in names
+                   # a model's name may break after an underscore: a column stays narrow
+                   else f"<th>{html.escape(str(c)).replace('_', '_&#8203;')}</th>"
                    for c in frame.columns)
     body = []
     for row in frame.itertuples(index=False):

@@ -27,10 +27,11 @@ report_section(
     order=86,
     text=PT_WORDS["text"],
     tables=[
+        # one row per metric, a column per model: each variant beside its retrained copy
         {"path": aggregated_table("behaviour", summary=True), "caption": PT_WORDS["losses_table"],
-         "where": {"variant": [name for v, m in PT_MODELS.items() for name in (v, m)]},
-         "spread": {"index": ["variant"], "metrics": ["loss_all", "loss_pred", "acc_pred",
-                                                      "icl_score", "random_distinct_len12_acc_mean"]
+         "models": [name for v, m in PT_MODELS.items() for name in (v, m)],
+         "spread": {"index": ["metric"], "metrics": ["loss_all", "loss_pred", "acc_pred",
+                                                     "icl_score", "random_distinct_len12_acc_mean"]
                     + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]]}},
     ],
     figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
