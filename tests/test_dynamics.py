@@ -9,8 +9,9 @@ from helpers import tiny_spec
 from inductionlab.report.aggregate import aggregate
 from inductionlab.analysis.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
-                                   best_induction_heads, induction_layers, per_token_loss_pca,
-                                   phase_change_table, pca, read_phase_change)
+                                   best_induction_heads, induction_layers, phase_change_table,
+                                   read_phase_change)
+from inductionlab.analysis.loss_pca import pca, per_token_loss_pca
 from inductionlab.analysis.phase_change import PHASE_CHANGE
 from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)

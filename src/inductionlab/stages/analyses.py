@@ -115,7 +115,7 @@ def write_dynamics(model, checkpoints, behaviour_settings, settings, dynamics, l
          losses=paths("per_token_losses.npz files"), table=path("the PCA table to write"),
          figure=optional_path("its figure (PNG) to draw"))
 def write_per_token_loss_pca(losses, table, figure=None):
-    from ..analysis.dynamics import per_token_loss_pca
+    from ..analysis.loss_pca import per_token_loss_pca
     from ..atomic import write_csv
 
     frame = per_token_loss_pca(losses)
