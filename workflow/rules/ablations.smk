@@ -8,7 +8,7 @@
 
 rule ablations:
     input:
-        model=model_file("model.pt"),
+        model=model_file(MODEL_FILE),
         behaviour_settings=settings_file("behaviour"),
         settings=settings_file("ablations"),
     output:

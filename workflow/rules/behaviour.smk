@@ -3,7 +3,7 @@
 
 rule behaviour:
     input:
-        model=model_file("model.pt"),
+        model=model_file(MODEL_FILE),
         settings=settings_file("behaviour"),
     output:
         completions=model_file("completions.csv"),

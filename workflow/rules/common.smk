@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 
+from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE  # the file names a training run writes
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
 

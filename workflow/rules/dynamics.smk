@@ -6,8 +6,8 @@
 
 rule dynamics:
     input:
-        model=model_file("model.pt"),
-        checkpoints=model_file("checkpoints"),
+        model=model_file(MODEL_FILE),
+        checkpoints=model_file(CHECKPOINTS),
         behaviour_settings=settings_file("behaviour"),
         settings=settings_file("dynamics"),
     output:

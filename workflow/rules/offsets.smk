@@ -7,7 +7,7 @@
 
 rule offsets:
     input:
-        model=model_file("model.pt"),
+        model=model_file(MODEL_FILE),
         behaviour_settings=settings_file("behaviour"),
         head_scores=model_file("head_scores.csv"),
         algorithms=workflow.source_path("../algorithms.yaml"),

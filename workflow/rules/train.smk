@@ -42,9 +42,9 @@ if SEEDS_PER_JOB == 1:
         input:
             spec=model_file("spec.json"),
         output:
-            model=model_file("model.pt"),
+            model=model_file(MODEL_FILE),
             log_csv=model_file("train_log.csv"),
-            checkpoints=directory(model_file("checkpoints")),
+            checkpoints=directory(model_file(CHECKPOINTS)),
         params:
             out_dir=lambda wildcards, output: os.path.dirname(output.model),
         log:
@@ -74,9 +74,9 @@ else:
                 input:
                     specs=_files("spec.json"),
                 output:
-                    models=_files("model.pt"),
+                    models=_files(MODEL_FILE),
                     log_csvs=_files("train_log.csv"),
-                    checkpoints=[directory(p) for p in _files("checkpoints")],
+                    checkpoints=[directory(p) for p in _files(CHECKPOINTS)],
                 log:
                     f"logs/train/{_tag}.log",
                 benchmark:
@@ -91,7 +91,7 @@ else:
 
 rule extract_weights:
     input:
-        model=model_file("model.pt"),
+        model=model_file(MODEL_FILE),
     output:
         weights=model_file("weights.npz"),
     log:

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -87,26 +86,24 @@ CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
 # ------------------------------------------------------------------ checkpoints
 
 
-_CKPT = re.compile(r"^step(\d+)\.pt$")
-
-
 def checkpoint_files(folder) -> list[tuple[int, Path]]:
-    """``(step, path)`` of every ``step{N:06d}.pt`` in ``folder``, by step."""
-    from ..core.loading import BadInput, retrain
+    """``(step, path)`` of every checkpoint (``step{N:06d}.pt``) in ``folder``, by step."""
+    from ..core.loading import CHECKPOINT_NAME, MODEL_FILE, BadInput, retrain
 
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(folder, "no such checkpoints folder" if not folder.exists() else
                        "is a file, not a checkpoints folder", hint=None)
-    found = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _CKPT.match(p.name)))
+    found = sorted((int(m.group(1)), p) for p in folder.iterdir()
+                   if (m := CHECKPOINT_NAME.match(p.name)))
     if not found:
-        raise BadInput(folder, "no checkpoints (step*.pt) in it", hint=retrain(folder.parent / "model.pt"))
+        raise BadInput(folder, "no checkpoints (step*.pt) in it", hint=retrain(folder.parent / MODEL_FILE))
     return found
 
 
 def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
-    from ..core.loading import BadInput, retrain
+    from ..core.loading import MODEL_FILE, BadInput, retrain
     from ..core.train import checkpoint_steps
 
     expected = checkpoint_steps(train.steps, train.n_checkpoints)
@@ -115,7 +112,7 @@ def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
         shown = ", ".join(map(str, missing[:8])) + (" ..." if len(missing) > 8 else "")
         raise BadInput(folder, f"{len(missing)} of the {len(expected)} checkpoints of the training "
                        f"schedule are missing (step {shown})",
-                       hint=retrain(Path(folder).parent / "model.pt"))
+                       hint=retrain(Path(folder).parent / MODEL_FILE))
 
 
 # ------------------------------------------------------------------ one checkpoint

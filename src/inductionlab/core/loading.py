@@ -8,11 +8,25 @@ bad file says so in one line instead of a traceback.
 from __future__ import annotations
 
 import json
+import re
 import pickle
 import zipfile
 from pathlib import Path
 
 REBUILD = "if the workflow wrote it, delete it and rerun snakemake to rebuild it"
+
+
+# The files a training run writes in its results/{model}/seed{N}/ folder: the model, and one
+# checkpoint per scheduled step in checkpoints/ (named once here, for training, resuming and
+# the dynamics stage alike).
+MODEL_FILE = "model.pt"
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_NAME = re.compile(r"^step(\d+)\.pt$")
+
+
+def checkpoint_name(step: int) -> str:
+    """The file name of the checkpoint at ``step``: step000100.pt."""
+    return f"step{step:06d}.pt"
 
 
 def retrain(model_pt) -> str:
@@ -147,7 +161,7 @@ def load_checkpoint(model, path, step: int | None = None) -> int:
         payload = _torch_payload(path, "a training checkpoint")
     except BadInput as err:
         if err.path.exists() and err.path.stat().st_size:  # damaged, not missing or a folder
-            raise BadInput(path, err.problem, hint=retrain(Path(path).parent.parent / "model.pt")) from None
+            raise BadInput(path, err.problem, hint=retrain(Path(path).parent.parent / MODEL_FILE)) from None
         raise
     if "step" not in payload:
         raise BadInput(path, "is not a training checkpoint (no step)")

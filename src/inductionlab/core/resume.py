@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from .. import atomic
+from .loading import CHECKPOINT_NAME, CHECKPOINTS
 from .spec import Spec
 
 
@@ -43,7 +44,7 @@ class ResumeState:
     def __init__(self, out_dir, key: str):
         self.out_dir = Path(out_dir)
         self.dir = self.out_dir / f".partial-{key}"
-        self.ckpt_dir = self.dir / "checkpoints"
+        self.ckpt_dir = self.dir / CHECKPOINTS
 
     def prepare(self) -> list[str]:
         """Remove what killed or changed runs left behind; returns what was removed."""
@@ -100,8 +101,9 @@ class ResumeState:
 
     def publish_checkpoints(self) -> None:
         """``checkpoints/`` into place as hard links (copies where links fail); the state stays."""
-        with atomic.atomic_dir(self.out_dir / "checkpoints") as tmp:
-            for src in sorted(self.ckpt_dir.glob("step*.pt")) + sorted(self.ckpt_dir.glob(".step*.pt.sha256")):
+        with atomic.atomic_dir(self.out_dir / CHECKPOINTS) as tmp:
+            files = sorted(p for p in self.ckpt_dir.iterdir() if CHECKPOINT_NAME.match(p.name))
+            for src in files + sorted(self.ckpt_dir.glob(".step*.pt.sha256")):
                 try:
                     os.link(src, tmp / src.name)
                 except OSError:

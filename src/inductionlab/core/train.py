@@ -13,7 +13,7 @@ import torch
 
 from .. import atomic
 from .data import sample_sequences, validation_set
-from .loading import non_finite, save_model
+from .loading import MODEL_FILE, checkpoint_name, non_finite, save_model
 from .metrics import evaluate
 from .model import build_model, choose_attention
 from .seeding import generator
@@ -117,7 +117,7 @@ class _SeedRun:
     def at_step(self, step: int, model, train_loss: torch.Tensor | None, elapsed: float) -> None:
         """Checkpoint and validate ``model`` as due at ``step`` (before that step's update)."""
         if step in self.to_save:
-            with atomic.atomic_path(self.resume.ckpt_dir / f"step{step:06d}.pt") as tmp:
+            with atomic.atomic_path(self.resume.ckpt_dir / checkpoint_name(step)) as tmp:
                 torch.save({"step": step, "state_dict": model.state_dict()}, tmp)
         if step not in self.to_eval:
             return
@@ -181,7 +181,7 @@ class _SeedRun:
                 "nothing was published. Lower train.lr.")
         self.resume.publish_checkpoints()
         atomic.write_csv(self.out_dir / "train_log.csv", pd.DataFrame(self.rows))
-        save_model(self.out_dir / "model.pt", model, self.spec)
+        save_model(self.out_dir / MODEL_FILE, model, self.spec)
         self.resume.remove()
         return self.rows[-1]
 

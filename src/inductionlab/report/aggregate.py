@@ -90,7 +90,7 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
     Every table the project writes ends with a newline; a truncated one almost never
     does. ``final_step``: the table is a log whose last row must be this step.
     """
-    from ..core.loading import BadInput, check_file, read_table, retrain
+    from ..core.loading import MODEL_FILE, BadInput, check_file, read_table, retrain
 
     with open(check_file(path, "a CSV table"), "rb") as f:
         f.seek(-1, 2)
@@ -102,7 +102,7 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
         if last != final_step or frame.iloc[-1].isna().any():
             raise BadInput(path, f"the log ends at step {last}, not at the final step {final_step}; "
                            "the run it records did not finish or the file is truncated",
-                           hint=retrain(Path(path).parent / "model.pt"))
+                           hint=retrain(Path(path).parent / MODEL_FILE))
     return frame
 
 

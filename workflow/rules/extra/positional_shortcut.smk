@@ -31,7 +31,7 @@ localrules:
 
 rule positional_shortcut_analysis:
     input:
-        model=model_file("model.pt"),
+        model=model_file(MODEL_FILE),
         settings=settings_file("positional_shortcut"),
     output:
         metrics=model_file("positional_shortcut.csv"),
