@@ -1,9 +1,10 @@
 """Render the report: a manifest of registered sections -> self-contained HTML -> PDF.
 
 The manifest (JSON, written by the workflow from its section registry) lists for
-every section its title, scope (``variant``: repeated in each variant's chapter;
-``study``: once, after the chapters), an optional template fragment, and per
-variant (or ``_study``) the tables and figures it shows, with resolved paths.
+every section its title, chapter, scope (``variant``: every variant side by side in its
+chapter, :func:`body_chapters`, and per variant in the appendix; ``study``: once, after
+the chapters), an optional template fragment, and per variant (or ``_study``) the tables
+and figures it shows, with resolved paths.
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True,
 def across_models(spec: dict) -> dict:
     """A table spec shown for several models at once: the model becomes the first key of
     its spread, rank or pivot rows and its first column, so one table has a row (or rows)
-    per model where a chapter per model had a table each."""
+    per model."""
     out = dict(spec)
     for option, key in (("spread", "index"), ("rank", "within"), ("pivot", "index")):
         if option in out and "variant" not in out[option][key]:
