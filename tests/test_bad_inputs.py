@@ -253,6 +253,9 @@ def test_figures_given_the_wrong_table_or_archive(_run, trained, tmp_path):
     proc = _run("figure", "--name", "training", "--model", "one_layer", "--settings", s["behaviour"],
                 "--out", tmp_path / "f.png", "--inputs", wrong)
     _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
+    proc = _run("models-figure", "--name", "training", "--models", "one_layer,two_layer",
+                "--settings", s["behaviour"], "--out", tmp_path / "m.png", "--inputs", wrong)
+    _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
     proc = _run("positional-shortcut-figures", "--offsets", wrong, "--positions", wrong, "--settings",
                 s["positional_shortcut"], "--offsets-figure", tmp_path / "a.png",
                 "--positions-figure", tmp_path / "b.png")

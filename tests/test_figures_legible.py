@@ -441,3 +441,19 @@ def test_offsets_models_draws_each_models_mean_over_seeds():
     assert y[list(x).index(5)] == pytest.approx(2.05) and y[list(x).index(0)] == pytest.approx(-2.65)
     assert lines["two_layer"].get_data()[1][list(x).index(5)] == pytest.approx(2.45)
     plt.close(fig)
+
+
+def test_a_figure_of_the_models_is_one_even_for_a_single_model(tmp_path):
+    table = tmp_path / "offset_profile.csv"
+    offset_profile().to_csv(table, index=False)
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"task": TASK}))
+    out = tmp_path / "models.png"
+    # one model: still the figure of the models (the whole-model profile), not its own
+    figures.write_models_figure("offset_profile", ["two_layer"], settings, out, [table])
+    assert png_size(out)[0] <= MAX_WIDTH_IN + 0.01
+    fig = figures.MODELS_FIGURES["offset_profile"]([table], ["two_layer"], settings)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["two_layer"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="unknown figure of several models 'spectra'"):
+        figures.write_models_figure("spectra", ["two_layer"], settings, out, [table])

@@ -137,7 +137,7 @@ rule models_figure:
     benchmark:
         "results/benchmarks/figure/models/{figure}.tsv"
     shell:
-        "inductionlab figure --name {wildcards.figure} --model {params.models} "
+        "inductionlab models-figure --name {wildcards.figure} --models {params.models} "
         "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
 
 

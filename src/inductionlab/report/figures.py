@@ -105,14 +105,16 @@ MODELS_FIGURES = {
 
 
 def write_figure(name: str, model: str, settings_path, out, inputs: list) -> None:
-    """Figure ``name`` of ``model`` across its seeds, or of several models side by side
-    (``model`` a comma-separated list, ``name`` in :data:`MODELS_FIGURES`), saved to ``out``."""
-    if "," in model or name in MODELS_FIGURES and name not in FIGURES:
-        if name not in MODELS_FIGURES:
-            raise ValueError(f"unknown figure of several models {name!r}; known: "
-                             f"{', '.join(MODELS_FIGURES)}")
-        save(MODELS_FIGURES[name](list(inputs), model.split(","), settings_path), out)
-        return
+    """Figure ``name`` of ``model`` across its seeds, saved to ``out``."""
     if name not in FIGURES:
         raise ValueError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
     save(FIGURES[name](list(inputs), model, settings_path), out)
+
+
+def write_models_figure(name: str, models: list[str], settings_path, out, inputs: list) -> None:
+    """Figure ``name`` of ``models`` side by side (:data:`MODELS_FIGURES`), saved to ``out``;
+    one model is drawn as such a figure too, never as its per-model figure."""
+    if name not in MODELS_FIGURES:
+        raise ValueError(f"unknown figure of several models {name!r}; known: "
+                         f"{', '.join(MODELS_FIGURES)}")
+    save(MODELS_FIGURES[name](list(inputs), list(models), settings_path), out)

@@ -204,38 +204,35 @@ _PARTS = {"control": "on random sequences (control)", "content": "content part (
           "content_high": "content part, 95 % high"}
 
 
+def _known(key: str, text: str) -> str | None:
+    """``text`` when ``key`` has a label (a derived name of a known quantity), else None."""
+    return text if key in LABELS else None
+
+
+# Derived names: (pattern, the label of a match or None); the first that answers wins.
+_NAME_RULES = (
+    (_RANDOM, lambda m: f"random {'distinct-letter ' if m[1] else ''}{m[2]}-letter prompts: "
+                        f"{_RANDOM_WHAT.get(m[3], m[3])}"),
+    (_OOD, lambda m: f"out-of-distribution {m[1]}-letter prompts: {_RANDOM_WHAT.get(m[2], m[2])}"),
+    (_LAYER_SCORE, lambda m: _known(m[1], f"layer {m[3]} {LABELS.get(m[1])}, " + {
+        "mean": "mean over heads", "max": "best head", "chance": "chance level"}[m[2]])),
+    (_CHANCE, lambda m: _known(m[1], f"{LABELS.get(m[1])}: chance level")),
+    (_SCORE_PART, lambda m: _known(m[1], f"{LABELS.get(m[1])}: {_PARTS[m[2]]}")),
+    (_PERIOD, lambda m: f"period test: accuracy on blocks of {m[1]} distinct letters"),
+    (_BEST, lambda m: _known(m[1], f"{LABELS.get(m[1])}: best head")),
+    (_POS_ARGMAX, lambda m: f"position term: share of rows peaking {m[1]} back"),
+    (_POS_MARGIN, lambda m: f"position term: margin {m[1]} back"),
+)
+
+
 def label(name) -> str:
     """The report's name for a table column or metric ``name``."""
     name = str(name)
     if name in LABELS:
         return LABELS[name]
-    m = _RANDOM.match(name)
-    if m:
-        kind = "distinct-letter " if m.group(1) else ""
-        return f"random {kind}{m.group(2)}-letter prompts: {_RANDOM_WHAT.get(m.group(3), m.group(3))}"
-    m = _OOD.match(name)
-    if m:
-        return f"out-of-distribution {m.group(1)}-letter prompts: {_RANDOM_WHAT.get(m.group(2), m.group(2))}"
-    m = _LAYER_SCORE.match(name)
-    if m and m.group(1) in LABELS:
-        how = {"mean": "mean over heads", "max": "best head", "chance": "chance level"}[m.group(2)]
-        return f"layer {m.group(3)} {LABELS[m.group(1)]}, {how}"
-    m = _CHANCE.match(name)
-    if m and m.group(1) in LABELS:
-        return f"{LABELS[m.group(1)]}: chance level"
-    m = _SCORE_PART.match(name)
-    if m and m.group(1) in LABELS:
-        return f"{LABELS[m.group(1)]}: {_PARTS[m.group(2)]}"
-    m = _PERIOD.match(name)
-    if m:
-        return f"period test: accuracy on blocks of {m.group(1)} distinct letters"
-    m = _BEST.match(name)
-    if m and m.group(1) in LABELS:
-        return f"{LABELS[m.group(1)]}: best head"
-    m = _POS_ARGMAX.match(name)
-    if m:
-        return f"position term: share of rows peaking {m.group(1)} back"
-    m = _POS_MARGIN.match(name)
-    if m:
-        return f"position term: margin {m.group(1)} back"
+    for pattern, words in _NAME_RULES:
+        m = pattern.match(name)
+        text = words(m) if m else None
+        if text is not None:
+            return text
     return name.replace("_", " ")

@@ -268,10 +268,8 @@ def position_readings(manifest: dict, inputs: dict) -> pd.DataFrame | None:
 
     if inputs["head_scores"] is None or inputs["behaviour"] is None:
         return None
-    table = content_or_position(inputs["head_scores"], inputs["behaviour"])
-    order = {v: k for k, v in enumerate(manifest["variants"])}
-    return table.sort_values("variant", key=lambda c: c.map(lambda v: order.get(v, len(order))),
-                             kind="stable")
+    return T.in_model_order(content_or_position(inputs["head_scores"], inputs["behaviour"]),
+                            manifest["variants"])
 
 
 def content_readings(manifest: dict, positions: pd.DataFrame | None) -> list[dict]:

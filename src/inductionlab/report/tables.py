@@ -164,7 +164,7 @@ def across_models(spec: dict) -> dict:
 
 
 def in_model_order(frame: pd.DataFrame, models: list[str]) -> pd.DataFrame:
-    """Rows in the order of ``models`` (stable within a model)."""
+    """Rows in the order of ``models``, any other model after them (stable within a model)."""
     if "variant" not in frame.columns:
         return frame
     order = {m: k for k, m in enumerate(models)}

@@ -63,6 +63,19 @@ def figure(name, model, settings, out, inputs):
     write_figure(name, model, settings, out, inputs)
 
 
+@command("models-figure", "a figure of several models side by side",
+         name=text("the figure (inductionlab.report.figures.MODELS_FIGURES)", required=True),
+         models=text("the models' names, comma-separated, in the order they are drawn",
+                     required=True),
+         settings=path("the stage settings JSON (for the task)"), out=path("the PNG to write"),
+         inputs=paths("the figure's inputs, in the order the workflow's models_figure rule "
+                      "lists them"))
+def models_figure(name, models, settings, out, inputs):
+    from ..report.figures import write_models_figure
+
+    write_models_figure(name, [m for m in models.split(",") if m], settings, out, inputs)
+
+
 @command("positional-shortcut-figures",
          "positional-shortcut experiment: attention by offset and positional scores",
          offsets=path("stacked positional_shortcut_offsets.csv"),
