@@ -46,3 +46,14 @@ def tiny_spec(variant="two_layer", seed=0, steps=30, **model):
         "train": {**TRAIN, "steps": steps},
         "device": "cpu",
     }
+
+
+def stage_settings(name: str, task: dict | None = None, **sections) -> dict:
+    """Settings file ``name`` as the workflow writes it (results/settings/<name>.json): the
+    schema's defaults with ``sections`` (config sections, e.g. behaviour={...}) over them."""
+    from inductionlab.config import overlay, validate_config
+    from inductionlab.stages.settings import settings_document
+
+    config = overlay({"seeds": [0], "variants": {"one_layer": {"n_layers": 1}},
+                      **({"task": dict(task)} if task else {})}, sections)
+    return settings_document(validate_config(config, SCHEMA), name)

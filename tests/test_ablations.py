@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import SCHEMA, tiny_spec
+from helpers import SCHEMA, stage_settings, tiny_spec
 from handbuilt import InductionCircuitModel
 from inductionlab.core.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)
@@ -350,10 +350,11 @@ def stage(tmp_path_factory):
     """The console command on an untrained 2-layer and an untrained 1-layer model."""
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("ablations")
-    behaviour = {"eval_seed": 3, "n_sequences": 48, "roles": {"local_window": 3},
-                 "prompts": [{"prompt": "ABCDEFABCDEF"}, {"prompt": "ABCDEFXYZRST"}]}
-    settings = {"entries": [{"kind": k, "target": "all"} for k in KINDS],
-                "task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4}}
+    behaviour = stage_settings("behaviour", behaviour={
+        "eval_seed": 3, "n_sequences": 48,
+        "prompts": [{"prompt": "ABCDEFABCDEF"}, {"prompt": "ABCDEFXYZRST"}]})
+    settings = stage_settings("ablations", ablations={
+        "entries": [{"kind": k, "target": "all"} for k in KINDS]})
     (folder / "behaviour.json").write_text(json.dumps(behaviour))
     (folder / "ablations.json").write_text(json.dumps(settings))
     out = {}
@@ -412,10 +413,10 @@ def test_stage_records_the_skips_of_a_one_layer_model(stage):
 
 
 def test_stage_refuses_a_target_the_model_lacks(stage, tmp_path):
-    settings = {"entries": [{"kind": "zero_heads", "target": [[1, 0]]}], "task": {}}
+    settings = {**stage_settings("ablations"), "entries": [{"kind": "zero_heads", "target": [[1, 0]]}]}
     (tmp_path / "ablations.json").write_text(json.dumps(settings))
     (tmp_path / "behaviour.json").write_text(json.dumps(
-        {"eval_seed": 0, "n_sequences": 4, "roles": {"local_window": 3}, "prompts": []}))
+        {**stage_settings("behaviour", behaviour={"eval_seed": 0, "n_sequences": 4}), "prompts": []}))
     spec = tiny_spec(variant="one_layer", n_layers=1)
     save_model(tmp_path / "m.pt", build_model(ModelConfig(n_layers=1), 0), spec)
     assert main(["ablations", "--model", str(tmp_path / "m.pt"),

@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from helpers import tiny_spec
+from helpers import stage_settings, tiny_spec
 from inductionlab.cli import main
 from inductionlab.core.loading import BadInput, load_model
 from inductionlab.core.spec import write_spec
@@ -167,9 +167,9 @@ def _dynamics(_run, trained, checkpoints, tmp_path):
     settings.mkdir(exist_ok=True)
     task = tiny_spec()["task"]
     (settings / "behaviour.json").write_text(json.dumps(
-        {"eval_seed": 1, "n_sequences": 16, "roles": {"local_window": 3}, "task": task}))
+        stage_settings("behaviour", task, behaviour={"eval_seed": 1, "n_sequences": 16})))
     (settings / "dynamics.json").write_text(json.dumps(
-        {"eval_size": 8, "task": task}))
+        stage_settings("dynamics", task, dynamics={"eval_size": 8})))
     out = tmp_path / "out"
     return _run("dynamics", "--model", trained / "model" / "model.pt", "--checkpoints", checkpoints,
                 "--behaviour-settings", settings / "behaviour.json",
@@ -213,9 +213,10 @@ def test_figures_from_a_bad_archive(_run, trained, tmp_path, name, words):
 def _settings_files(folder):
     """Settings files of three stages, as the workflow writes them (task included)."""
     task = tiny_spec()["task"]
-    files = {"behaviour": {"eval_seed": 1, "n_sequences": 16, "roles": {"local_window": 3},
-                           "prompts": [{"prompt": "ABCDEF"}], "task": task},
-             "ablations": {"entries": [{"kind": "zero_heads", "target": "all"}], "task": task},
+    files = {"behaviour": stage_settings("behaviour", task, behaviour={
+                 "eval_seed": 1, "n_sequences": 16, "prompts": [{"prompt": "ABCDEF"}]}),
+             "ablations": stage_settings("ablations", task, ablations={
+                 "entries": [{"kind": "zero_heads", "target": "all"}]}),
              "positional_shortcut": {"prompts": ["ABCDEF"], "prompt_len": 12, "n_random_prompts": 4,
                                      "n_sequences": 8, "eval_seed": 1, "task": task}}
     for name, document in files.items():
@@ -269,8 +270,10 @@ def test_figures_given_the_wrong_table_or_archive(_run, trained, tmp_path):
 def test_claims_given_a_binary_file(_run, trained, tmp_path):
     claims = tmp_path / "claims.yaml"
     claims.write_bytes(bytes(range(256)))
+    roles = tmp_path / "roles.json"
+    roles.write_text(json.dumps(stage_settings("roles")))
     proc = _run("claims", "--claims-yaml", claims, "--claims", tmp_path / "c.csv", "--scorecard",
-                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv")
+                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv", "--roles", roles)
     _assert_one_clear_line(proc, claims, "not a YAML file, so not a claims file")
 
 
@@ -361,8 +364,9 @@ def test_a_per_head_table_lacking_a_head_is_refused(_run, trained, tmp_path):
     rows = [{"variant": "two_layer", "seed": 0, "layer": l, "head": h, "induction": 0.1}
             for l in range(2) for h in range(4)]
     pd.DataFrame(rows[:-1]).to_csv(folder / "head_scores.csv", index=False)
+    (tmp_path / "roles.json").write_text(json.dumps(stage_settings("roles")))
     proc = _run("aggregate", "--name", "head_scores", "--long", tmp_path / "l.csv", "--summary",
-                tmp_path / "s.csv", "--inputs", folder / "head_scores.csv")
+                tmp_path / "s.csv", "--inputs", folder / "head_scores.csv", "--roles", tmp_path / "roles.json")
     _assert_one_clear_line(proc, folder / "head_scores.csv", "has 7 row(s) for the 8 heads of its model (missing L1H3)")
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from handbuilt import ShiftCopyModel
+from helpers import stage_settings
 from inductionlab.config import behaviour_settings_problems
 from inductionlab.analysis.behaviour import (behaviour_results, check_prompt, expected_completion,
                                              icl_score, prompt_suite, random_prompt_summary)
@@ -154,10 +155,9 @@ def test_cli_complete_checks_every_prompt_before_running(tmp_path):
 
 # ---------------------------------------------------------------- intervals
 
-SETTINGS = {"eval_seed": 5, "n_sequences": 64, "n_random_prompts": 40, "random_prompt_lengths": [6, 12],
-            "failure_samples": 2, "failure_prompt_len": 12, "prompts": [{"prompt": "ABCDEFABCDEF"}],
-            "roles": {"times_chance": 2.0, "above_chance": 0.2, "local_window": 3,
-                      "copying_margin": 0.5}}
+SETTINGS = stage_settings("behaviour", behaviour={
+    "eval_seed": 5, "n_sequences": 64, "n_random_prompts": 40, "random_prompt_lengths": [6, 12],
+    "failure_samples": 2, "failure_prompt_len": 12, "prompts": [{"prompt": "ABCDEFABCDEF"}]})
 
 
 def upper_bound_of_no_event(n: int) -> float:
@@ -167,7 +167,7 @@ def upper_bound_of_no_event(n: int) -> float:
 
 @pytest.fixture(scope="module")
 def shift_summary():
-    """The behaviour summary of the shift-5 copier, from settings without the newer keys."""
+    """The behaviour summary of the shift-5 copier."""
     spec = SimpleNamespace(task=TASK, name="shift/seed0", variant="shift", seed=0)
     tables, _ = behaviour_results(ShiftCopyModel(shift=5), spec, SETTINGS)
     return tables["summary"]
@@ -301,12 +301,12 @@ def test_shared_prefix_tells_first_from_nearest():
 
 
 def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
-    assert behaviour_settings_problems({}, TASK) == []
+    assert behaviour_settings_problems(SETTINGS, TASK) == []
     problems = behaviour_settings_problems({"period_lengths": [1, 6, 23], "shared_prefix_len": 6}, TASK)
     assert len(problems) == 3
     assert "behaviour.period_lengths: 1 " in problems[0] and "behaviour.period_lengths: 23 " in problems[1]
     assert "behaviour.shared_prefix_len: 6 " in problems[2]
-    assert behaviour_settings_problems({"period_lengths": [10]}, TaskConfig(vocab_size=8))  # 10 letters of 8
+    assert behaviour_settings_problems({**SETTINGS, "period_lengths": [10]}, TaskConfig(vocab_size=8))  # 10 letters of 8
 
     def never(tokens, *args, **kwargs):
         raise AssertionError("the model ran")

@@ -8,12 +8,14 @@ import pytest
 import torch
 import yaml
 
-from helpers import ROOT
+from helpers import ROOT, stage_settings
 from inductionlab.report.claim_metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
                                                Tables, family_claims, metric_value)
 from inductionlab.report.claim_rules import load_claims
 from inductionlab.report.claims import WRITE_UP_TITLE, evaluate_claim, evaluate_claims, run_claims, scorecard
 from inductionlab.report.numbers import format_value
+
+RULE = stage_settings("roles")  # the schema's head-role rule
 
 # the aggregated per-seed tables the workflow hands to the claims (results/tables/<name>.csv)
 TABLE_NAMES = {"train_log", "circuits", "composition", "head_scores", "behaviour", "completions",
@@ -96,8 +98,8 @@ def tables():
         ("two_layer", 0, "AAABBBAAABBB", "ABABABABABAB", 0.5),
         ("two_layer", 0, "ABCDEF", "ABCDEFABCDEFABCDEF", 1.0),
     ])
-    return {"behaviour": behaviour, "circuits": circuits, "head_scores": head_scores,
-            "composition": composition, "completions": completions}
+    return Tables({"behaviour": behaviour, "circuits": circuits, "head_scores": head_scores,
+                   "composition": composition, "completions": completions}, RULE)
 
 
 def claim(metric, compare="<", threshold=0.5, variant="one_layer", id="c"):
@@ -395,13 +397,13 @@ def test_role_threshold_claim_reads_the_chance_level(tables):
 def test_value_at_its_chance_level_is_flagged(tables):
     # seed 1 layer 0: best previous-token 0.30 vs chance 0.121 is not at chance; local 0.5
     # vs 0.31 is not either; a value within 0.05 of chance is
-    t = dict(tables)
+    t = Tables(tables, tables.roles)
     t["head_scores"] = tables["head_scores"].assign(previous_token_chance=0.28)
     row = evaluate_claim(_role_claim("previous_token", {"layer": 0}), t, 1)
     assert row["at_chance"] and row["status"] == FAILS
     assert not evaluate_claim(_role_claim("previous_token", {"layer": 0}), tables, 1)["at_chance"]
     card = scorecard([_role_claim("previous_token", {"layer": 0})],
-                     evaluate_claims([_role_claim("previous_token", {"layer": 0})], t, [1])).iloc[0]
+                     evaluate_claims([_role_claim("previous_token", {"layer": 0})], t, [1]), RULE).iloc[0]
     assert "(at chance)" in card["values"] and "at its chance level in 1 of 1" in card["notes"]
     assert card["chance"] == "0.280"  # three significant digits, as everywhere
     assert card["test"].startswith("≥ role threshold")
@@ -799,13 +801,12 @@ def test_the_scorecard_gives_the_mean_over_seeds_with_its_interval(tables):
 
 
 def test_a_negative_threshold_reads_with_a_true_minus_sign():
-    from inductionlab.report.claim_metrics import DEFAULT_ROLE_RULES
     from inductionlab.report.claim_words import test_text
 
     negative = claim(LOSS, "<=", -0.9)
-    assert test_text(negative, DEFAULT_ROLE_RULES) == "≤ −0.9"
+    assert test_text(negative, RULE) == "≤ −0.9"
     negative["also"] = [{"label": "and", "compare": ">", "threshold": -2.5}]
-    assert test_text(negative, DEFAULT_ROLE_RULES).endswith("> −2.5")
+    assert test_text(negative, RULE).endswith("> −2.5")
 
 
 def test_an_absence_is_shown_against_the_data_s_own_rate(tables):

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
-from helpers import tiny_spec
+from helpers import stage_settings, tiny_spec
 from inductionlab.report.aggregate import aggregate
 from inductionlab.analysis.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
@@ -28,12 +28,9 @@ ROLES = {"times_chance": 2.0, "above_chance": 0.2}
 
 
 def _behaviour_settings(task):
-    return {"eval_seed": 11, "n_sequences": 48, "n_random_prompts": 4,
-            "random_prompt_lengths": [6, 12], "failure_samples": 1, "failure_prompt_len": 12,
-            "prompts": [{"prompt": "ABCDEFABCDEF"}],
-            "roles": {"times_chance": 2.0, "above_chance": 0.2, "local_window": 3,
-                      "copying_margin": 0.5},
-            "task": task}
+    return stage_settings("behaviour", task, behaviour={
+        "eval_seed": 11, "n_sequences": 48, "n_random_prompts": 4, "random_prompt_lengths": [6, 12],
+        "failure_samples": 1, "failure_prompt_len": 12, "prompts": [{"prompt": "ABCDEFABCDEF"}]})
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +46,7 @@ def staged(tmp_path_factory):
     write_circuits(folder / "weights.npz", folder / "circuits.csv", folder / "composition.csv",
                    folder / "eigenvalues.npz")
     (root / "behaviour.json").write_text(json.dumps(_behaviour_settings(spec["task"])))
-    (root / "dynamics.json").write_text(json.dumps({**DYNAMICS, "task": spec["task"]}))
+    (root / "dynamics.json").write_text(json.dumps(stage_settings("dynamics", spec["task"], dynamics=DYNAMICS)))
     write_behaviour(folder / "model.pt", root / "behaviour.json", folder / "completions.csv",
                     folder / "failure_modes.csv", folder / "attention.npz",
                     folder / "head_scores.csv", folder / "behaviour.csv")
@@ -149,9 +146,13 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     assert (tmp_path / "pca.png").stat().st_size > 0
     # the models' phase-change tables stacked by the generic aggregation, words kept as words
     aggregate("phase_change", [folder / "phase_change.csv", other / "phase_change.csv"],
-              tmp_path / "phase.csv", tmp_path / "phase_summary.csv")
+              tmp_path / "phase.csv", tmp_path / "phase_summary.csv", roles=ROLES)
     phase = read_phase_change(tmp_path / "phase.csv")
     assert list(phase.columns) == PHASE_COLUMNS and len(phase) == 6
+    # each model's file leaves "formed" to the role rule; the stacked table has it decided
+    induction = read_phase_change(folder / "phase_change.csv").set_index("metric").loc["induction_content"]
+    assert np.isnan(induction["formed"]) and induction["best_head"].startswith("L")
+    assert set(phase.loc[phase["metric"] == "induction_content", "formed"]) <= {0.0, 1.0}
     summary = pd.read_csv(tmp_path / "phase_summary.csv")
     assert set(summary["variant"]) == {"two_layer", "one_layer"} and "shape" not in summary
     # a 1-layer model without smeared keys has no layer that can form an induction head: its
@@ -181,9 +182,12 @@ def test_pca_rejects_different_evaluation_sets(staged, tmp_path):
 def test_dynamics_figures(staged, tmp_path):
     _, folder, spec = staged
     written = write_dynamics_figures(folder / "dynamics.csv", folder / "phase_change.csv",
-                                     tmp_path, "two_layer seed 0:", task=spec["task"])
+                                     tmp_path, "two_layer seed 0:", task=spec["task"], roles=ROLES)
     assert [p.name for p in written] == ["losses.png", "head_scores.png", "per_position_loss.png"]
     assert all(p.stat().st_size > 0 for p in written)
+    # one model's file leaves "formed" to the role rule: without it the figure is refused
+    with pytest.raises(ValueError, match="head-role rule"):
+        write_dynamics_figures(folder / "dynamics.csv", folder / "phase_change.csv", tmp_path)
 
 
 # ------------------------------------------------------------------ phase change

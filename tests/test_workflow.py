@@ -71,6 +71,41 @@ def test_second_run_has_nothing_to_do(tiny_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def _jobs_after(tiny_run, tmp_path, change: dict) -> dict:
+    """rule -> jobs that ``snakemake -n`` lists on the finished tiny run with ``change``
+    (a config overlay) given by --configfile."""
+    from helpers import snakemake_command
+
+    overlay = tmp_path / "change.yaml"
+    overlay.write_text(yaml.safe_dump(change))
+    proc = subprocess.run(snakemake_command(tiny_run, "--cores", "1", "-n", "--configfile", overlay),
+                          cwd=tiny_run, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    stats = (proc.stdout + proc.stderr).split("Job stats:")[1].split("total")[0]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)}
+
+
+# Jobs that never read the head-role thresholds.
+ANALYSES = {"train", "weights", "circuits", "behaviour", "ablations", "dynamics", "offsets",
+            "positional_shortcut_analysis"}
+
+
+def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp_path):
+    jobs = _jobs_after(tiny_run, tmp_path, {"behaviour": {"roles": {"times_chance": 3.0}}})
+    assert not set(jobs) & ANALYSES, jobs
+    # the rule's settings file; the two tables it decides (head roles, whether induction
+    # formed), stacked again; what reads them: claims, figures, the report
+    assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "models_figure",
+                         "dynamics_figures", "report_manifest", "report", "all"}, jobs
+    assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 2 and jobs["claims"] == 1, jobs
+
+
+def test_the_evaluation_sample_reruns_the_analyses(tiny_run, tmp_path):
+    jobs = _jobs_after(tiny_run, tmp_path, {"behaviour": {"n_sequences": 128}})
+    assert {"behaviour", "ablations", "dynamics", "offsets"} <= set(jobs), jobs
+    assert "train" not in jobs, jobs
+
+
 # ---------------------------------------------------------------- report, end to end
 
 @pytest.fixture(scope="module")

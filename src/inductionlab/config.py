@@ -263,12 +263,12 @@ def behaviour_settings_problems(settings: dict, task) -> list[str]:
     """
     problems = []
     top = min(task.vocab_size, task.seq_len - 2)
-    for p in settings.get("period_lengths", (4, 5, 6, 7, 8)):
+    for p in settings["period_lengths"]:
         if not 2 <= p <= top:
             problems.append(f"behaviour.period_lengths: {p} must be between 2 and {top} (the "
                             f"block's distinct letters among vocab_size = {task.vocab_size}, and "
                             f"a prediction after its first repeat in {task.seq_len} tokens)")
-    prefix = settings.get("shared_prefix_len", 3)
+    prefix = settings["shared_prefix_len"]
     if not 1 <= prefix <= task.block_len - 1:
         problems.append(f"behaviour.shared_prefix_len: {prefix} must be between 1 and "
                         f"task.block_len - 1 = {task.block_len - 1} (each block keeps a letter "

@@ -12,6 +12,7 @@ import sys
 from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE  # the file names a training run writes
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
+from inductionlab.stages.settings import settings_document
 
 VARIANTS = list(config["variants"])
 SEEDS = [int(s) for s in config["seeds"]]
@@ -108,16 +109,14 @@ def model_spec_json(wildcards):
 
 
 def stage_settings_json(wildcards):
-    """One config section, or one experiment's settings, plus the task as JSON; a change
-    reruns only the jobs that read it."""
-    stage = wildcards.stage
-    section = config[stage] if stage in config else config["experiments"][stage]
-    return json.dumps({**section, "task": config["task"]}, sort_keys=True)
+    """The keys settings file {stage} holds (inductionlab.stages.settings), as JSON: a
+    change to another key leaves the file, and every job that reads it, as they are."""
+    return json.dumps(settings_document(config, wildcards.stage), sort_keys=True)
 
 
 def settings_file(stage):
-    """results/settings/{stage}.json: a config section (behaviour, dynamics, ...) or the
-    settings of an experiment under ``experiments``."""
+    """results/settings/{stage}.json: the keys of the config one kind of job reads
+    (inductionlab.stages.settings.SETTINGS_FILES), or an experiment's settings."""
     return f"{RESULTS}/settings/{stage}.json"
 
 

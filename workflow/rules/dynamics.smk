@@ -33,6 +33,7 @@ rule dynamics_figures:
         dynamics=model_file("dynamics.csv"),
         phase_change=model_file("phase_change.csv"),
         settings=settings_file("dynamics"),
+        roles=settings_file("roles"),
     output:
         out_dir=directory(model_file("figures/dynamics")),
     log:
@@ -46,7 +47,7 @@ rule dynamics_figures:
     shell:
         "inductionlab dynamics-figures --dynamics {input.dynamics} "
         "--phase-change {input.phase_change} --out-dir {output.out_dir} "
-        "--settings {input.settings} > {log} 2>&1"
+        "--settings {input.settings} --roles {input.roles} > {log} 2>&1"
 
 
 rule per_token_loss_pca:

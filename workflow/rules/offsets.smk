@@ -10,6 +10,7 @@ rule offsets:
         model=model_file(MODEL_FILE),
         behaviour_settings=settings_file("behaviour"),
         head_scores=model_file("head_scores.csv"),
+        copying=settings_file("copying"),
         algorithms=workflow.source_path("../algorithms.yaml"),
     output:
         profile=model_file("offset_profile.csv"),
@@ -24,7 +25,7 @@ rule offsets:
         runtime=30,
     shell:
         "inductionlab offsets --model {input.model} --behaviour-settings {input.behaviour_settings} "
-        "--head-scores {input.head_scores} --algorithms {input.algorithms} "
+        "--head-scores {input.head_scores} --copying {input.copying} --algorithms {input.algorithms} "
         "--profile {output.profile} --programs {output.programs} --threads {threads} > {log} 2>&1"
 
 

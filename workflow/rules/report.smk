@@ -3,6 +3,8 @@
 # Include this file last: it reads the registry the other rule files fill.
 # No `conda:` directive, for the reason given in train.smk.
 
+from inductionlab.analysis.roles import RULED_TABLES
+
 # Inputs of each figure: a list, or a function of the wildcards. Tables are named
 # here, at parse time, so that the aggregate rule knows them.
 FIGURE_INPUTS = {
@@ -16,7 +18,8 @@ FIGURE_INPUTS = {
     ],
     "dynamics": [aggregated_table("dynamics")],
     "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
-    "offset_profile": [aggregated_table("offset_profile")],
+    # the heads' roles name the rows
+    "offset_profile": [aggregated_table("offset_profile"), aggregated_table("head_scores")],
     # every seed's mean patterns, the head scores that order them, the spec (smeared layers)
     "attention_seeds": lambda w, scores=aggregated_table("head_scores"): (
         expand(model_file("attention.npz"), model=w.model, seed=SEEDS)
@@ -52,6 +55,8 @@ localrules:
 rule aggregate:
     input:
         tables=lambda w: aggregated_inputs(w.table),
+        # the head-role rule, for the tables it decides (roles, whether induction formed)
+        roles=lambda w: [settings_file("roles")] if w.table in RULED_TABLES else [],
     output:
         long=f"{RESULTS}/tables/{{table}}.csv",
         summary=f"{RESULTS}/tables/{{table}}_summary.csv",
@@ -59,7 +64,8 @@ rule aggregate:
         table="|".join(AGGREGATED_TABLES) or "none",
     params:
         # a training log must reach the last step (a cut-short one is refused)
-        checks=lambda w: f"--final-step {config['train']['steps']}" if w.table == "train_log" else "",
+        checks=lambda w: (f"--final-step {config['train']['steps']}" if w.table == "train_log"
+                          else f"--roles {settings_file('roles')}" if w.table in RULED_TABLES else ""),
     log:
         "logs/aggregate/{table}.log",
     benchmark:
@@ -86,7 +92,7 @@ rule model_families:
 rule claims:
     input:
         claims=workflow.source_path("../claims.yaml"),
-        roles=settings_file("behaviour"),
+        roles=settings_file("roles"),
         families=f"{RESULTS}/report/families.json",
         tables=lambda w: [table_path(t) for t in AGGREGATED_TABLES],
     output:

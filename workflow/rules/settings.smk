@@ -1,5 +1,5 @@
-# One JSON file per analysis stage, holding its config section and the task;
-# a change to a section reruns only that stage's jobs.
+# One JSON file per kind of job, holding only the config keys it reads
+# (inductionlab.stages.settings): a change to a key reruns only the jobs that read it.
 # No `conda:` directive, for the reason given in train.smk.
 
 

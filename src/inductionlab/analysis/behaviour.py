@@ -42,8 +42,6 @@ from .measures import (Measure, completion_accuracy, immediate_repeats, in_promp
 from .period_test import period_measures, shared_prefix_fits, shared_prefix_measures
 
 # the schema's defaults, for settings files written before these keys existed
-PERIOD_LENGTHS = (4, 5, 6, 7, 8)
-SHARED_PREFIX_LEN = 3
 
 
 # ---------------------------------------------------------------- prompts
@@ -299,11 +297,10 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     :func:`period_measures` (``n_sequences`` sequences per period) and
     :func:`shared_prefix_measures` (``n_random_prompts`` prompts).
     ``spec``: the model's :class:`~inductionlab.core.spec.Spec`; ``settings``: the
-    behaviour settings (``period_lengths`` and ``shared_prefix_len`` take their defaults
-    when absent). Raises ValueError on a bad prompt or setting before any model runs.
+    behaviour settings file (every key, as the schema resolves them). Head scores carry
+    no roles: the role rule is applied where they are stacked. Raises ValueError on a bad prompt or setting before any model runs.
     """
     from .attention import head_score_table, offset_profile
-    from .roles import head_roles
 
     task, name = spec.task, spec.name
     ident = {"variant": spec.variant, "seed": spec.seed}
@@ -314,8 +311,7 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     if problems:
         raise ValueError("; ".join(problems))
     seed = settings["eval_seed"]
-    periods = settings.get("period_lengths", PERIOD_LENGTHS)
-    prefix_len = settings.get("shared_prefix_len", SHARED_PREFIX_LEN)
+    periods, prefix_len = settings["period_lengths"], settings["shared_prefix_len"]
 
     log(f"[{name}] scoring heads on {settings['n_sequences']} sequences")
     tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
@@ -324,8 +320,6 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
                                              settings["roles"]["local_window"], return_logits=True,
                                              control_tokens=control, intervals=True,
                                              seed=settings["eval_seed"])
-    scores["roles"] = ["+".join(head_roles(row, settings["roles"])) or "none"
-                       for row in scores.to_dict("records")]
 
     log(f"[{name}] prompt suite")
     completions = prompt_suite(model, prompts, task,

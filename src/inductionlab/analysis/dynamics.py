@@ -42,10 +42,12 @@ next-token losses on one fixed evaluation set shared by every model (``eval_size
 sequences from the generator (behaviour ``eval_seed``, "per-token-loss")); ``tokens``
 [n_seq, T] that set; ``meta`` (JSON: variant, seed, eval_seed, eval_size).
 
-``phase_change.csv``: :data:`PHASE_COLUMNS`, three rows per model (:func:`phase_change_table`):
+``phase_change.csv``: :data:`PHASE_COLUMNS`, three rows per model (:func:`measure_phase_change`):
 the logistic fits to the predictable-target loss (``loss_pred``) and to the best head's
 induction content part (``induction_content``) — shape, direction, midpoint and span with
-their 95 % intervals, R², asymptotes, whether induction formed — and ``coincidence``, the
+their 95 % intervals, R², asymptotes, the best head's final scores that decide whether
+induction formed (``formed``: NaN until the role rule is applied where the tables are
+stacked, :func:`decide_formed`) — and ``coincidence``, the
 gap between the two midpoints in ln steps with its interval (``value``, ``low``, ``high``),
 each with a note and the definition in words.
 
@@ -70,7 +72,8 @@ from ..core.loading import load_checkpoint
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
 PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "direction", "midpoint", "midpoint_low",
                  "midpoint_high", "span", "span_low", "span_high", "r2", "start", "end", "drop",
-                 "one_drop", "formed", "value", "low", "high", "note", "definition"]
+                 "one_drop", "formed", "best_head", "final_content", "final_score",
+                 "final_chance", "value", "low", "high", "note", "definition"]
 
 SCALAR_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")
 HEAD_SCORES = (ATTENTION_SCORES + tuple(control_column(name) for name in ATTENTION_SCORES)
@@ -271,8 +274,7 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
         raise ValueError(f"{checkpoints_dir}: last checkpoint is step {files[-1][0]}, "
                          f"but the model was trained for {final} steps")
     eval_seed = behaviour_settings["eval_seed"]
-    n = min(dynamics_settings.get("n_sequences", behaviour_settings["n_sequences"]),
-            behaviour_settings["n_sequences"])
+    n = min(dynamics_settings["n_sequences"], behaviour_settings["n_sequences"])
     tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
     control = control_sample(behaviour_settings["n_sequences"], task, eval_seed)
     # a prefix: the behaviour stage's sequences
@@ -327,7 +329,7 @@ NO_LAYER_NOTE = ("no layer can form an induction head (needs layer >= 1 or smear
                  "fit is of the best head of every layer, the control")
 
 
-def _fit_row(fit, meta: dict, name: str, definition: str, formed: bool = True, note: str = "") -> dict:
+def _fit_row(fit, meta: dict, name: str, definition: str, formed: float = 1.0, note: str = "") -> dict:
     from .phase_change import PHASE_CHANGE, SMOOTH
 
     return {**meta, "metric": name, "shape": fit.shape, "direction": fit.direction,
@@ -335,24 +337,22 @@ def _fit_row(fit, meta: dict, name: str, definition: str, formed: bool = True, n
             "midpoint_high": fit.midpoint_high, "span": fit.span, "span_low": fit.span_low,
             "span_high": fit.span_high, "r2": fit.r2, "start": fit.start, "end": fit.end,
             "drop": fit.drop, "one_drop": float(fit.shape in (PHASE_CHANGE, SMOOTH)),
-            "formed": float(formed), "value": math.nan, "low": math.nan, "high": math.nan,
+            "formed": formed, "value": math.nan, "low": math.nan, "high": math.nan,
             "note": " ".join(t for t in (note, fit.note) if t), "definition": definition}
 
 
-def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) -> pd.DataFrame:
+def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataFrame:
     """The phase change of one model's dynamics frame, measured as a shape
     (:data:`PHASE_COLUMNS`; :mod:`.phase_change`): a logistic fit to the loss on predictable
     targets, one to the best head's induction content part (over ``layers``, the model's
     :func:`induction_layers`; over every layer for a model that has none, the control), and
-    whether their midpoints coincide. An induction head formed when the best head by content
-    part at the last checkpoint has the induction role by the head-role rule ``roles``
-    (``behaviour.roles``: its score at least the role threshold over chance, its content
-    part at least ``above_chance``); when none formed (or
-    either curve has no single change: flat, or two drops) the coincidence has no value and
-    its note says why. Whether each change is a phase change is its own row's shape.
+    the gap between their midpoints. Whether an induction head formed is left to the
+    head-role rule (:func:`decide_formed`: ``formed`` is NaN until then); the induction
+    row keeps what it reads, the best head by content part at the last checkpoint
+    (``best_head``) with its content part, induction score and the score's chance level.
+    A model with no layer that can form one has ``formed`` 0 and no coincidence.
     """
     from .phase_change import MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH, fit_logistic, same_time
-    from .roles import role_threshold
 
     meta = {"variant": frame["variant"].iloc[0], "seed": int(frame["seed"].iloc[0])}
     steps, loss = metric_curve(frame, "loss_pred")
@@ -368,28 +368,57 @@ def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) 
                    "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=2)}
     if len(best) >= 5:
         last = best.iloc[-1]
-        content = float(last["value"])
-        score = _final_score(frame, int(last["layer"]), int(last["head"]))
-        chance = score_chance(frame, "induction", followed)
-        need = role_threshold(chance, roles)
-        formed = bool(layers) and content >= roles["above_chance"] and score >= need
-        note = (NO_LAYER_NOTE if not layers else "" if formed else
-                f"no induction head formed: at the last checkpoint the best head by content "
-                f"part, L{int(last['layer'])}H{int(last['head'])}, has a content part of "
-                f"{content:.3f} (needs {roles['above_chance']:g}) and an induction score of "
-                f"{score:.3f} (needs {need:.3f}, chance {chance:.3f}).")
+        layer, head = int(last["layer"]), int(last["head"])
         induction_fit = fit_logistic(best["step"].to_numpy(), best["value"].to_numpy(dtype=float),
                                      seed=seed + 1)
-        rows.append(_fit_row(induction_fit, meta, INDUCTION_FIT, definition, formed, note))
-        if formed:
+        row = _fit_row(induction_fit, meta, INDUCTION_FIT, definition,
+                       math.nan if layers else 0.0, "" if layers else NO_LAYER_NOTE)
+        rows.append(row | {"best_head": f"L{layer}H{head}", "final_content": float(last["value"]),
+                           "final_score": _final_score(frame, layer, head),
+                           "final_chance": score_chance(frame, "induction", followed)})
+        if layers:
             gap = same_time(loss_fit, induction_fit, 2.0, shapes=(PHASE_CHANGE, SMOOTH))
             coincidence.update(value=gap["gap"], low=gap["low"], high=gap["high"], note=gap["note"])
         else:
-            coincidence["note"] = f"coincidence not measured: {note}"
+            coincidence["note"] = f"coincidence not measured: {NO_LAYER_NOTE}"
     else:
         coincidence["note"] = "coincidence not measured: no induction scores to fit"
     rows.append(coincidence)
     return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+
+def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
+    """``phase`` (:func:`measure_phase_change` rows of one model or many) with the head-role
+    rule ``roles`` (``behaviour.roles``) applied: an induction head formed when the best
+    head by content part at the last checkpoint has the induction role (its score at least
+    the role threshold over chance, its content part at least ``above_chance``). A model
+    where none formed gets the reason in its note, and its coincidence no value."""
+    from .roles import role_threshold
+
+    out = phase.copy()
+    out["note"] = out["note"].fillna("").astype(str)
+    pending = (out["metric"] == INDUCTION_FIT) & out["formed"].isna()
+    for i in out.index[pending]:
+        r = out.loc[i]
+        need = role_threshold(r["final_chance"], roles)
+        formed = r["final_content"] >= roles["above_chance"] and r["final_score"] >= need
+        out.loc[i, "formed"] = float(formed)
+        if not formed:
+            why = (f"no induction head formed: at the last checkpoint the best head by content "
+                   f"part, {r['best_head']}, has a content part of {r['final_content']:.3f} "
+                   f"(needs {roles['above_chance']:g}) and an induction score of "
+                   f"{r['final_score']:.3f} (needs {need:.3f}, chance {r['final_chance']:.3f}).")
+            out.loc[i, "note"] = " ".join(t for t in (why, r["note"]) if t)
+            same = ((out["metric"] == COINCIDENCE) & (out["variant"] == r["variant"])
+                    & (out["seed"] == r["seed"]))
+            out.loc[same, ["value", "low", "high"]] = math.nan
+            out.loc[same, "note"] = f"coincidence not measured: {why}"
+    return out
+
+
+def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) -> pd.DataFrame:
+    """:func:`measure_phase_change` with the head-role rule ``roles`` applied (:func:`decide_formed`)."""
+    return decide_formed(measure_phase_change(frame, layers, seed), roles)
 
 
 def _final_score(frame: pd.DataFrame, layer: int, head: int) -> float:
@@ -410,7 +439,7 @@ def dynamics_results(model, spec, checkpoints_dir, behaviour: dict, settings: di
     """The dynamics stage's results for one model: ``(dynamics, per-token losses,
     phase_change)``; the losses' ``meta`` (variant, seed, evaluation set) included."""
     frame, losses, layers = model_dynamics(model, spec, checkpoints_dir, behaviour, settings, log)
-    phase = phase_change_table(frame, behaviour["roles"], layers, seed=spec.seed)
+    phase = measure_phase_change(frame, layers, seed=spec.seed)
     meta = {"variant": spec.variant, "seed": spec.seed, "eval_seed": behaviour["eval_seed"],
             "eval_size": settings["eval_size"]}
     for r in phase.itertuples():
@@ -424,6 +453,6 @@ def read_phase_change(path) -> pd.DataFrame:
     """A phase_change.csv, an empty note as ""."""
     from ..core.loading import read_table
 
-    frame = read_table(path, PHASE_COLUMNS, dtype={"note": str, "shape": str})
+    frame = read_table(path, PHASE_COLUMNS, dtype={"note": str, "shape": str, "best_head": str})
     frame["note"] = frame["note"].fillna("")
     return frame

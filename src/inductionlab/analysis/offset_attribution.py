@@ -327,10 +327,15 @@ def matching_algorithms(algorithms: dict, model_spec: dict) -> dict[str, dict]:
     return found
 
 
-def roles_by_head(head_scores) -> dict[tuple[int, int], str]:
-    """(layer, head) -> the head's roles (``+``-joined) from a head_scores table."""
-    return {(int(r["layer"]), int(r["head"])): str(r["roles"]) for r in head_scores.to_dict("records")
-            if str(r.get("roles", "")) not in ("", "nan", "none")}
+def roles_by_head(head_scores, margin: float) -> dict[tuple[int, int], str]:
+    """(layer, head) -> the head's OV role (copying or anti_copying, by its copying score
+    and ``margin``; :func:`~.roles.ov_roles`) from a head_scores table; heads with none
+    are left out."""
+    from .roles import ov_roles
+
+    found = {(int(r["layer"]), int(r["head"])): ov_roles(r["copying"], margin)
+             for r in head_scores.to_dict("records")}
+    return {head: roles[0] for head, roles in found.items() if roles}
 
 
 @torch.no_grad()

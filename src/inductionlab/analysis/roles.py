@@ -9,7 +9,11 @@ A score that looks for a copy of a token (:data:`COPY_SEEKING`) gives its role o
 its content part (score − the same score on random sequences, the positional control)
 is also at least ``above_chance``: otherwise the head is looking at a position, not for
 a copy, and its role is ``positional_<score>`` (e.g. ``positional_induction``).
-Plain Python, no torch: the claims use the same rule on aggregated tables.
+The rule is applied where results are stacked (:data:`RULED_TABLES`), never by an
+analysis: a head_scores.csv of one model holds the scores, their chance levels and
+content parts, and the stacked table adds each head's ``roles`` (:func:`with_roles`), so
+changing a threshold reruns no analysis. Plain Python, no torch: the claims use the
+same rule on aggregated tables.
 """
 from __future__ import annotations
 
@@ -19,6 +23,12 @@ ROLE_SCORES = ("previous_token", "induction", "prefix_matching", "local")
 COPY_SEEKING = ("induction", "nearest_copy", "first_block", "prefix_matching")
 CONTROL, CONTENT = "control", "content"
 POSITIONAL = "positional"
+OV_ROLES = ("copying", "anti_copying")
+# The column of a head's roles ("+"-joined, in the order above) and its value for none.
+ROLES_COLUMN, NO_ROLE = "roles", "none"
+# The stacked tables the rule is applied to: the head scores (roles) and the phase change
+# (whether an induction head formed).
+RULED_TABLES = ("head_scores", "phase_change")
 
 
 def control_column(score: str) -> str:
@@ -60,8 +70,27 @@ def head_roles(scores: dict, rules: dict) -> list[str]:
     (< −copying_margin)."""
     roles = [name if content_passes(scores, name, rules) else positional_role(name)
              for name in ROLE_SCORES if has_role(scores[name], scores[f"{name}_chance"], rules)]
-    if scores["copying"] > rules["copying_margin"]:
-        roles.append("copying")
-    elif scores["copying"] < -rules["copying_margin"]:
-        roles.append("anti_copying")
-    return roles
+    return roles + ov_roles(scores["copying"], rules["copying_margin"])
+
+
+def ov_roles(copying: float, margin: float) -> list[str]:
+    """copying (copying score > +``margin``), anti_copying (< −``margin``), or none."""
+    return ["copying"] if copying > margin else ["anti_copying"] if copying < -margin else []
+
+
+def joined(roles: list[str]) -> str:
+    """A roles cell: the roles joined with "+", :data:`NO_ROLE` for none."""
+    return "+".join(roles) or NO_ROLE
+
+
+def split_roles(cell) -> list[str]:
+    """The roles of a roles cell (empty, NaN or :data:`NO_ROLE`: none)."""
+    text = "" if cell is None or cell != cell else str(cell).strip()
+    return [] if text.lower() in ("", "nan", NO_ROLE) else [r for r in text.split("+") if r]
+
+
+def with_roles(scores, rules: dict):
+    """A head-scores frame with each head's :data:`ROLES_COLUMN` by the rule ``rules``."""
+    out = scores.copy()
+    out[ROLES_COLUMN] = [joined(head_roles(r, rules)) for r in out.to_dict("records")]
+    return out

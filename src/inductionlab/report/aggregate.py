@@ -6,7 +6,8 @@ identify a row within a model (``circuit``, ``layer``, ``head``, ``pattern``,
 for the project's tables; for any other table every string, boolean and integer
 column is a key. Columns that are neither keys nor floats (e.g. the roles of a head,
 which may differ between seeds) stay in the long table and are left out of the
-summary. The long table stacks every model's rows; the summary has one row per
+summary. The head-role rule is applied here, to the stacked head scores and phase
+change (:data:`~inductionlab.analysis.roles.RULED_TABLES`). The long table stacks every model's rows; the summary has one row per
 (variant, keys..., metric) with n, mean, std, min and max over seeds.
 """
 from __future__ import annotations
@@ -129,15 +130,34 @@ def check_every_head(path, frame: pd.DataFrame) -> None:
                        + (f" (missing {shown})" if missing else ""))
 
 
-def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None = None) -> None:
+def _role_rule():
+    """Table name -> how the head-role rule is applied to its stacked rows."""
+    from ..analysis.dynamics import decide_formed
+    from ..analysis.roles import RULED_TABLES, with_roles
+
+    applied = {"head_scores": with_roles, "phase_change": decide_formed}
+    assert set(applied) == set(RULED_TABLES)
+    return applied
+
+
+def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None = None,
+              roles: dict | None = None) -> None:
     """Read the per-model CSVs of table ``name``; write the long and summary tables.
 
-    ``final_step``: every input is a log that must reach this step.
+    ``final_step``: every input is a log that must reach this step. ``roles``: the
+    head-role rule, applied to the stacked rows of a table it decides
+    (:data:`~inductionlab.analysis.roles.RULED_TABLES`) and required for one.
     """
+    from ..analysis.roles import RULED_TABLES
+
+    if name in RULED_TABLES and roles is None:
+        raise ValueError(f"the {name} table needs the head-role rule (--roles)")
     frames = [read_complete(path, final_step) for path in inputs]
     if name in PER_HEAD_TABLES:
         for path, frame in zip(inputs, frames):
             check_every_head(path, frame)
     long = stack(frames)
+    if name in RULED_TABLES:
+        long = _role_rule()[name](long, roles)
     write_csv(long_csv, long)
     write_csv(summary_csv, summarise(long, name))

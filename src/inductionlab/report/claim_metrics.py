@@ -32,19 +32,24 @@ from .numbers import COMPARISONS, _minus, format_value
 HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED = "holds", "fails", "too close to call", "not measured"
 REDUCERS = {"min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
 ROLE = "role"
-DEFAULT_ROLE_RULES = {"times_chance": 2.0, "above_chance": 0.2}
 
 
 class Tables(dict):
-    """The aggregated tables by name, with the head-role rule the claims read them under."""
+    """The aggregated tables by name, with the head-role rule the claims read them under
+    (``behaviour.roles`` of the config; its defaults are the schema's)."""
 
     def __init__(self, tables=(), roles: dict | None = None):
         super().__init__(tables)
-        self.roles = dict(roles or DEFAULT_ROLE_RULES)
+        self.roles = dict(roles) if roles is not None else None
 
 
 def _roles(tables) -> dict:
-    return getattr(tables, "roles", DEFAULT_ROLE_RULES)
+    """The head-role rule of ``tables``; a claim with a role threshold needs one."""
+    rule = getattr(tables, "roles", None)
+    if rule is None:
+        raise ValueError("a claim with a role threshold needs the head-role rule "
+                         "(behaviour.roles)")
+    return rule
 
 class NotMeasured(LookupError):
     """The metric has no value for this seed; the message says why."""

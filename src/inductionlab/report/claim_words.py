@@ -89,10 +89,13 @@ def claim_unit(claim: dict) -> str | None:
     return metric_unit(claim["metric"])
 
 
-def test_text(claim: dict, rules: dict) -> str:
+def test_text(claim: dict, rules: dict | None) -> str:
     """The claim's test in words: comparison and threshold (and any further condition)."""
     symbol = SYMBOLS[claim["compare"]]
     if claim["threshold"] == ROLE:
+        if rules is None:
+            raise ValueError(f"claim {claim.get('id')!r} has a role threshold: it needs the "
+                             "head-role rule (behaviour.roles)")
         text = (f"{symbol} role threshold: max({rules['times_chance']:g} × chance, "
                 f"chance + {rules['above_chance']:g})")
     else:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..analysis.roles import role_threshold
 from ..analysis.uncertainty import mean_interval
-from .claim_metrics import (DEFAULT_ROLE_RULES, FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
+from .claim_metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
                             NotMeasured, Tables, _optional, _roles, decide, exact, family_claims,
                             metric_value)
 from .claim_rules import DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings
@@ -114,8 +114,8 @@ def scorecard(claims: list[dict], results: pd.DataFrame, rules: dict | None = No
               at_chance_within: float = DEFAULT_AT_CHANCE_WITHIN) -> pd.DataFrame:
     """One row per claim: the quote, the metric in words, the test, the chance level, the
     per-seed values with their intervals and status, the counts of each status, the mean over
-    seeds with its 95 % interval, and why any seed is not measured."""
-    rules = rules or DEFAULT_ROLE_RULES
+    seeds with its 95 % interval, and why any seed is not measured. ``rules``: the
+    head-role rule, for a claim with a role threshold."""
     rows = []
     for claim in claims:
         mine = results[results["claim"] == claim["id"]]

@@ -193,18 +193,25 @@ def per_position_heat_strip(frame: pd.DataFrame, phase: pd.DataFrame | None, tit
 
 
 def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
-                           task: dict | None = None) -> list[Path]:
+                           task: dict | None = None, roles: dict | None = None) -> list[Path]:
     """losses.png, head_scores.png and per_position_loss.png of one model.
 
-    ``task``: the task section of the config, to draw the loss floor (optional).
+    ``task``: the task section of the config, to draw the loss floor (optional);
+    ``roles``: the head-role rule, which decides whether an induction head formed (a
+    phase_change.csv of one model leaves that to it).
     """
+    from ..analysis.dynamics import decide_formed, read_phase_change
     from ..core.data import TaskConfig, loss_floor
-
-    out_dir = Path(out_dir)
     from ..core.loading import read_table
 
+    out_dir = Path(out_dir)
     frame = read_table(dynamics_csv, ["step", "metric"])
-    phase = read_table(phase_csv, ["metric", "shape", "midpoint"], dtype={"shape": str})
+    phase = read_phase_change(phase_csv)
+    if phase["formed"].isna().any():
+        if roles is None:
+            raise ValueError(f"{phase_csv}: whether an induction head formed needs the "
+                             "head-role rule (roles)")
+        phase = decide_formed(phase, roles)
     floor = loss_floor(TaskConfig.from_dict(task)) if task else None
     written = []
     for name, fig in (("losses.png", loss_curves(frame, phase, f"{title} losses over training", floor)),

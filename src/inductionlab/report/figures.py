@@ -17,7 +17,7 @@ from ..core.seeding import first_seed
 from .attention_plots import attention_models_from_files, attention_seeds_from_files
 from .models_plots import offsets_models, phase_change_models, training_models
 from .dynamics_plots import phase_change_figure
-from .offset_plots import offset_profile_figure
+from .offset_plots import offset_profile_figure, with_head_roles
 from .ablation_plots import ablated_patterns, ablation_bars
 from .circuit_plots import composition_figure, spectra_figure
 from .dynamics_plots import dynamics_bands, training_curves
@@ -33,6 +33,7 @@ TABLE_COLUMNS = {
     "ablations": ["ablation", "kind"],
     "dynamics": ["step", "metric", "value"],
     "offset_profile": ["offset", "kind", "sample"],
+    "head_scores": ["layer", "head", "roles"],
 }
 
 
@@ -83,7 +84,8 @@ FIGURES = {
     "phase_change": _phase_change,
     "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
     "offset_profile": lambda inputs, model, settings: offset_profile_figure(
-        _rows(inputs[0], model, "offset_profile"), model),
+        with_head_roles(_rows(inputs[0], model, "offset_profile"),
+                        _rows(inputs[1], model, "head_scores")), model),
 }
 
 

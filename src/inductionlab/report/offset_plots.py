@@ -19,6 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..analysis.roles import split_roles
 from ..core.seeding import first_seed
 from .labels import role_label
 from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, plt, wrap
@@ -44,9 +45,19 @@ _HEAD = re.compile(r"L(\d+)H(\d+)")
 
 def _roles(role) -> list[str]:
     """The roles of a ``role`` cell (joined with "+"; empty or NaN: none)."""
-    if role is None or pd.isna(role) or str(role).strip().lower() in ("", "nan", "none"):
-        return []
-    return [r for r in str(role).split("+") if r]
+    return split_roles(role)
+
+
+def with_head_roles(profile: pd.DataFrame, head_scores: pd.DataFrame) -> pd.DataFrame:
+    """``profile`` with each path's ``role`` the roles of its last head by the head-role
+    rule (the stacked head_scores' ``roles``, per seed), where the offsets stage knows only
+    the OV role (copying, anti-copying)."""
+    roles = {(int(r.seed), int(r.layer), int(r.head)): r.roles for r in head_scores.itertuples()}
+    out = profile.copy()
+    paths = out["kind"] == "path"
+    out.loc[paths, "role"] = [roles.get((int(s), int(l), int(h)), "")
+                              for s, l, h in out.loc[paths, ["seed", "layer", "head"]].itertuples(index=False)]
+    return out
 
 
 def role_word(role) -> str:

@@ -22,22 +22,14 @@ def _write_tables(tables: dict, outputs: dict) -> None:
         write_csv(out, tables[name])
 
 
-# The keys that tell one stage's settings file (results/settings/<stage>.json) from another's.
-SETTINGS_KEYS = {
-    "behaviour": ["eval_seed", "n_sequences"],
-    "ablations": ["task", "entries"],
-    "dynamics": ["task", "eval_size"],
-    "positional_shortcut": ["task", "prompts", "prompt_len", "n_random_prompts"],
-}
-
-
-def _settings(path, stage: str, needs=()) -> dict:
-    """The settings file of ``stage``; one of another stage, or without the keys ``needs``,
-    is refused, naming the file."""
+def _settings(path, stage: str) -> dict:
+    """Settings file ``stage`` (:mod:`.settings`); one of another kind is refused, naming
+    the file."""
     from ..core.loading import read_json
+    from .settings import expected_keys
 
     return read_json(path, f"the {stage} settings (results/settings/{stage}.json)",
-                     [*SETTINGS_KEYS[stage], *needs])
+                     expected_keys(stage))
 
 
 @command("circuits-tables", "write circuits.csv, composition.csv and eigenvalues.npz of one model",
@@ -63,7 +55,7 @@ def write_behaviour(model, settings, completions, failure_modes, attention, head
     from ..analysis.behaviour import behaviour_results
     from ..core.loading import load_model
 
-    config = _settings(settings, "behaviour", needs=["task", "prompts", "roles"])
+    config = _settings(settings, "behaviour")
     loaded, spec = load_model(model)
     tables, arrays = behaviour_results(loaded, spec, config, log=say)
     _write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
@@ -154,17 +146,21 @@ def write_shortcut(model, settings, metrics, offsets, completions, positions, th
          "back, and the write-up's algorithm as a program",
          model=path("a model.pt"),
          behaviour_settings=path("behaviour settings JSON (evaluation sample)"),
-         head_scores=path("the model's head_scores.csv (head roles)"),
+         head_scores=path("the model's head_scores.csv (copying scores)"),
+         copying=path("the OV-role margin (results/settings/copying.json)"),
          algorithms=path("algorithms.yaml (the write-up's algorithms as programs)"),
          profile=path("offset_profile.csv to write"), programs=path("algorithm_fit.csv to write"),
          threads=THREADS)
-def write_offsets(model, behaviour_settings, head_scores, algorithms, profile, programs, threads=1):
+def write_offsets(model, behaviour_settings, head_scores, copying, algorithms, profile, programs,
+                  threads=1):
     from ..analysis.offset_attribution import offset_results, roles_by_head
     from ..core.loading import load_model, read_table
 
     behaviour = _settings(behaviour_settings, "behaviour")
+    margin = _settings(copying, "copying")["copying_margin"]
     table = read_algorithms(algorithms)
-    roles = roles_by_head(read_table(head_scores, ["layer", "head", "roles"], kind="a head_scores.csv"))
+    roles = roles_by_head(read_table(head_scores, ["layer", "head", "copying"],
+                                     kind="a head_scores.csv"), margin)
     loaded, spec = load_model(model)
     frames = offset_results(loaded, spec, behaviour, table, roles, log=say)
     _write_tables(dict(zip(("profile", "programs"), frames)),

@@ -40,8 +40,9 @@ def circuit_figures(weights, out_dir, title=None):
          dynamics=path("a dynamics.csv"), phase_change=path("its phase_change.csv"),
          out_dir=path("folder for the figures"),
          settings=optional_path("dynamics settings JSON (for the task)"),
+         roles=path("the head-role rule (results/settings/roles.json): whether induction formed"),
          title=text("default: the variant and seed of the dynamics.csv's folder"))
-def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None):
+def dynamics_figures(dynamics, phase_change, out_dir, roles, settings=None, title=None):
     from ..atomic import atomic_dir
     from ..core.loading import read_json
     from ..report.dynamics_plots import write_dynamics_figures
@@ -49,7 +50,7 @@ def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None)
     task = read_json(settings, "the dynamics settings").get("task") if settings else None
     with atomic_dir(out_dir) as tmp:
         write_dynamics_figures(dynamics, phase_change, tmp, title=title or model_title(dynamics),
-                               task=task)
+                               task=task, roles=role_rule(roles))
 
 
 @command("figure", "a cross-seed figure of one model",
@@ -92,8 +93,10 @@ def positional_shortcut_figures(offsets, positions, settings, offsets_figure, po
          name=text("table name (selects its key columns)", required=True),
          long=path("the stacked table to write"), summary=path("the summary table to write"),
          inputs=paths("the per-model tables"),
-         final_step=integer("the inputs are training logs: each must end at this step", default=0))
-def aggregate(name, long, summary, inputs, final_step=0):
+         final_step=integer("the inputs are training logs: each must end at this step", default=0),
+         roles=optional_path("the head-role rule (results/settings/roles.json), for the "
+                             "tables it decides: head_scores, phase_change"))
+def aggregate(name, long, summary, inputs, final_step=0, roles=None):
     from ..core.loading import BadInput
     from ..report.aggregate import aggregate as stack_tables, read_complete
 
@@ -105,22 +108,30 @@ def aggregate(name, long, summary, inputs, final_step=0):
             raise BadInput(p, f"is not a {name}.csv: --name {name} names the per-model table "
                            "the inputs are", hint=None)
 
-    stack_tables(name, inputs, long, summary, final_step=final_step or None)
+    rule = role_rule(roles) if roles is not None else None
+    stack_tables(name, inputs, long, summary, final_step=final_step or None, roles=rule)
+
+
+def role_rule(path) -> dict:
+    """The head-role rule of a results/settings/roles.json."""
+    from ..core.loading import read_json
+    from .settings import expected_keys
+
+    return read_json(path, "the head-role rule (results/settings/roles.json)", expected_keys("roles"))
 
 
 @command("claims", "evaluate the write-up's claims on every seed",
          claims_yaml=path("the claim set"), claims=path("output: one row per claim and seed"),
          scorecard=path("output: one row per claim"), tables=paths("aggregated per-seed tables"),
-         roles=optional_path("behaviour settings JSON whose 'roles' hold the head-role rule "
-                             "(default: 2 x chance and chance + 0.2)"),
+         roles=path("the head-role rule (results/settings/roles.json)"),
          families=optional_path("JSON of further model families: name -> {title, models: "
                                 "role -> model}"),
          comparison=optional_path("output: every family's outcome of each claim, side by side"))
-def claims(claims_yaml, claims, scorecard, tables, roles=None, families=None, comparison=None):
+def claims(claims_yaml, claims, scorecard, tables, roles, families=None, comparison=None):
     from ..core.loading import read_json
     from ..report.claims import run_claims
 
-    rule = read_json(roles, "a behaviour settings JSON")["roles"] if roles is not None else None
+    rule = role_rule(roles)
     more = read_json(families, "a model families JSON") if families else None
     run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
                comparison_csv=comparison)

@@ -1,0 +1,83 @@
+"""The settings files a rule reads (results/settings/<name>.json): each holds only the
+config keys its readers use, so a change to a key reruns only the jobs that read it.
+
+A file is declared here once, by the config section it is cut from and the keys of that
+section it keeps (a dotted key keeps one nested value: ``roles.local_window``); the
+workflow writes it and the commands refuse a file that is not the one they expect. The
+behaviour stage's evaluation (its samples, prompts and the window of the local score) is
+one file, the head-role thresholds another: changing a threshold reruns the jobs that
+apply the rule (stacking the head scores and the phase change, claims, figures, the
+report), never an analysis. A name not declared here is a config section, or an
+experiment's settings, whole.
+
+Plain Python: the workflow imports it at parse time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    """``section``: the dotted config path it is cut from; ``keys``: the keys of it kept
+    (None: every key); ``task``: with the task's settings under ``task``."""
+
+    section: str
+    keys: tuple[str, ...] | None = None
+    task: bool = True
+
+
+# The head-role rule: applied where results are stacked and read, never by an analysis.
+ROLE_RULE = ("times_chance", "above_chance", "copying_margin")
+
+SETTINGS_FILES = {
+    # what the analyses of a model measure on: the evaluation sample and its prompts
+    "behaviour": SettingsFile("behaviour", (
+        "eval_seed", "n_sequences", "n_random_prompts", "random_prompt_lengths",
+        "failure_samples", "failure_prompt_len", "period_lengths", "shared_prefix_len",
+        "prompts", "roles.local_window")),
+    "roles": SettingsFile("behaviour.roles", ROLE_RULE, task=False),
+    # the OV roles alone (copying, anti-copying): the offset attribution's head groups
+    "copying": SettingsFile("behaviour.roles", ("copying_margin",), task=False),
+    "ablations": SettingsFile("ablations", ("entries",)),
+    "dynamics": SettingsFile("dynamics", ("n_sequences", "eval_size")),
+}
+
+
+def declared(name: str) -> SettingsFile:
+    """The declaration of settings file ``name``; an undeclared name is a config section
+    (``behaviour``) or an experiment's settings (``experiments.<name>``), whole."""
+    return SETTINGS_FILES.get(name) or SettingsFile(f"experiments.{name}")
+
+
+def _at(config: dict, dotted: str):
+    value = config
+    for part in dotted.split("."):
+        value = value[part]
+    return value
+
+
+def settings_document(config: dict, name: str) -> dict:
+    """The content of settings file ``name`` for a resolved ``config``: the declared keys
+    of its section, nested as in the config, and the task when declared."""
+    spec = declared(name)
+    if name not in SETTINGS_FILES and name in config:
+        spec = SettingsFile(name)
+    section = _at(config, spec.section)
+    document: dict = {}
+    for key in spec.keys if spec.keys is not None else list(section):
+        *outer, last = key.split(".")
+        place = document
+        for part in outer:
+            place = place.setdefault(part, {})
+        place[last] = _at(section, key)
+    if spec.task:
+        document["task"] = config["task"]
+    return document
+
+
+def expected_keys(name: str) -> list[str]:
+    """The top-level keys every settings file ``name`` holds (what tells it from another)."""
+    spec = declared(name)
+    keys = sorted({k.split(".")[0] for k in spec.keys}) if spec.keys is not None else []
+    return keys + (["task"] if spec.task else [])
