@@ -3,6 +3,7 @@
 import os
 import sys
 
+from inductionlab import experiments as experiment_folders
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, output_path_problems,
                                           rule_file_patterns)
@@ -23,10 +24,11 @@ configfile: "config.yaml"
 
 
 # The whole config check (the one `inductionlab check-config` runs), before any job is
-# scheduled: the schema with its defaults, cross-field rules, extra_rules resolved to files
-# and every included experiment's own schema. Errors name the key; no traceback.
+# scheduled: the schema with its defaults, cross-field rules, every experiment switched on
+# against its own schema and check, extra_rules resolved to files. Errors name the key; no
+# traceback.
 try:
-    EXTRA_RULES = check_workflow_config(config, workflow.basedir)
+    EXTRA_RULES = check_workflow_config(config, workflow.basedir, experiment_folders.available())
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
 
@@ -38,9 +40,11 @@ cap_local_cores(workflow)
 include: "workflow/rules/common.smk"
 
 
-# Extra experiments (found by check_workflow_config: a relative path in the working
-# directory or, failing that, next to this Snakefile), before the stages: an experiment
-# may register models, which every stage then trains and analyses like the variants.
+# The experiments switched on (each a folder of src/inductionlab/experiments/, its
+# rules.smk) and the extra rule files (found by check_workflow_config: a relative path in
+# the working directory or, failing that, next to this Snakefile), before the stages: an
+# experiment may register models, which every stage then trains and analyses like the
+# variants.
 for extra in EXTRA_RULES:
 
     include: extra

@@ -167,7 +167,7 @@ def test_check_config_runs_the_workflows_check_from_any_directory(tmp_path):
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
     ok = _check_config(tmp_path / "base.yaml", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    assert "valid; 3 variant(s) x 5 seed(s) = 15 model(s); extra rules: positional_shortcut" in ok.stdout
+    assert "valid; 3 variant(s) x 5 seed(s) = 15 model(s); experiments and extra rules: positional_shortcut" in ok.stdout
     # an overlay on top, as `snakemake --configfile base.yaml overlay.yaml`
     (tmp_path / "seeds.yaml").write_text("seeds: [7]\n")
     assert "x 1 seed(s)" in _check_config(tmp_path / "base.yaml", tmp_path / "seeds.yaml", cwd=tmp_path).stdout

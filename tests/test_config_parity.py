@@ -1,18 +1,19 @@
 """`inductionlab check-config` refuses, before any job, every config the workflow would
 reject or fail on, naming the key; the Snakefile runs the same check. A schema's
-cross-field check is one registered by the code that owns it, never code it names."""
+experiment's cross-field check is one its own package registers, never code a file names."""
 import subprocess
 
 import pytest
 import yaml
 
-from helpers import ROOT, snakemake_command
+from helpers import EXTRA_STAGE, ROOT, snakemake_command
+from inductionlab import experiments
 from inductionlab.cli import main
-from inductionlab.config import ConfigError, check_workflow_config, read_yaml, registered_check
+from inductionlab.config import SETTINGS_CHECKS, ConfigError, check_workflow_config, read_yaml
 
 BASE = {"seeds": [0], "variants": {"one_layer": {"n_layers": 1}, "two_layer": {"n_layers": 2}}}
-SHORTCUT = "workflow/rules/extra/positional_shortcut.smk"
-TABLE = "workflow/rules/extra/positional_table.smk"
+SHORTCUT = "experiments:\n  positional_shortcut: {}\n"
+RULES = str(EXTRA_STAGE)
 
 
 @pytest.fixture
@@ -34,27 +35,27 @@ CASES = {
     "reserved name": ("variants:\n  settings: {n_layers: 1}\n", "variants.settings: 'settings' is reserved"),
     "the models' figures": ("variants:\n  models: {n_layers: 1}\n", "variants.models: 'models' is reserved"),
     "integer key": ("variants:\n  1: {n_layers: 1}\n", "variants: key 1 is an integer"),
-    "a registered model's name": (f"variants:\n  one_layer_learned: {{n_layers: 1}}\nextra_rules: [{SHORTCUT}]\n",
+    "a registered model's name": (f"variants:\n  one_layer_learned: {{n_layers: 1}}\n{SHORTCUT}",
                                   "variants.one_layer_learned: is also the name of the positional-shortcut"),
-    "a retrained model's name": (f"variants:\n  one_layer_standard: {{n_layers: 1}}\nextra_rules: [{TABLE}]\n"
+    "a retrained model's name": ("variants:\n  one_layer_standard: {n_layers: 1}\n"
                                  "experiments:\n  positional_table: {variants: [one_layer]}\n",
                                  "variants.one_layer_standard: 'one_layer_standard' is also the name"),
-    "an experiment's name": (f"variants:\n  positional_shortcut: {{n_layers: 1}}\nextra_rules: [{SHORTCUT}]\n",
+    "an experiment's name": (f"variants:\n  positional_shortcut: {{n_layers: 1}}\n{SHORTCUT}",
                              "variants.positional_shortcut: 'positional_shortcut' is the name of an experiment"),
     "a name too long for a file system": (f"variants:\n  {'a' * 300}: {{n_layers: 1}}\n",
                                           "is too long (a model's name is a folder"),
     "not a rule file": ("extra_rules: [base.yaml]\n", "extra_rules.0: 'base.yaml' is not a rule file"),
     "a rule file that does not parse": ("extra_rules: [bad.smk]\n", "extra_rules.0: 'bad.smk' does not parse"),
-    "the same rule file twice": (f"extra_rules: [{TABLE}, {TABLE}]\n",
-                                 "extra_rules.1: '" + TABLE + "' is the same file as extra_rules.0"),
+    "the same rule file twice": (f"extra_rules: [{RULES}, {RULES}]\n",
+                                 "extra_rules.1: '" + RULES + "' is the same file as extra_rules.0"),
     "a duplicate key": ("seeds: [0]\nseeds: [1, 2]\n", "overlay.yaml:2:1: duplicate key 'seeds' (first given on line 1)"),
     "a nested duplicate key": ("train:\n  steps: 10\n  steps: 20\n", "overlay.yaml:3:3: duplicate key 'steps'"),
     "an unknown experiment": ("experiments:\n  positional_shortcutt: {}\n",
                               "experiments.positional_shortcutt: no experiment of that name"),
     "a prompt that upper-cases to two letters": ("behaviour:\n  prompts:\n    - {prompt: ABCDEFABCDEﬆ}\n",
                                                  "behaviour.prompts.0.prompt: prompt 'ABCDEFABCDEﬆ': character(s) ['ﬆ']"),
-    "an experiment's prompt likewise": (f"extra_rules: [{SHORTCUT}]\nexperiments:\n  positional_shortcut: "
-                                        "{prompts: [ABCDEFABCDEﬆ]}\n", "experiments.positional_shortcut.prompts.0"),
+    "an experiment's prompt likewise": ("experiments:\n  positional_shortcut: {prompts: [ABCDEFABCDEﬆ]}\n",
+                                        "experiments.positional_shortcut.prompts.0"),
 }
 
 
@@ -68,8 +69,8 @@ def test_check_config_refuses_what_the_workflow_would_reject(check, tmp_path, ca
 
 
 def test_a_valid_overlay_with_every_experiment_passes(check):
-    code, err = check(f"extra_rules: [{SHORTCUT}, {TABLE}]\n"
-                      "experiments:\n  positional_table: {variants: [one_layer, two_layer]}\n")
+    code, err = check("experiments:\n  positional_shortcut: {}\n"
+                      "  positional_table: {variants: [one_layer, two_layer]}\n")
     assert code == 0, err
 
 
@@ -79,22 +80,21 @@ def test_check_config_of_something_not_a_file(tmp_path, monkeypatch, capsys):
     assert "/dev/null: is not a regular file, so not a config file" in capsys.readouterr().err
 
 
-def test_a_schema_names_only_a_registered_check(tmp_path):
-    with pytest.raises(ConfigError, match="'os:system' is not a registered settings check"):
-        registered_check("os:system", tmp_path / "x.schema.yaml")
-    with pytest.raises(ConfigError, match="'behaviour' is not a registered settings check"):
-        registered_check("behaviour", tmp_path / "x.schema.yaml")  # a module, no check in it
-    assert registered_check("positional_table", tmp_path).__module__ == "inductionlab.analysis.positional_table"
+def test_an_experiments_check_is_the_one_its_package_registers():
+    found = experiments.available()
+    assert set(found) >= {"positional_shortcut", "positional_table"}
+    assert SETTINGS_CHECKS["positional_table"].__module__ == "inductionlab.experiments.positional_table.settings"
+    assert found["positional_shortcut"].rules.is_file() and found["positional_shortcut"].schema.is_file()
 
 
-def test_an_experiment_whose_schema_names_code_is_refused(tmp_path):
+def test_settings_of_no_experiment_folder_are_refused_and_nothing_runs(tmp_path):
     (tmp_path / "rce.smk").write_text("X = 1\n")
     (tmp_path / "rce.schema.yaml").write_text("type: object\nx-check: os:system\n")
     marker = tmp_path / "ran"
     config = {**BASE, "extra_rules": [str(tmp_path / "rce.smk")],
               "experiments": {"rce": {"x": f"touch {marker}"}}}
-    with pytest.raises(ConfigError, match="not a registered settings check"):
-        check_workflow_config(config, ROOT, cwd=tmp_path)
+    with pytest.raises(ConfigError, match="experiments.rce: no experiment of that name"):
+        check_workflow_config(config, ROOT, experiments.available(), cwd=tmp_path)
     assert not marker.exists()
 
 
@@ -116,3 +116,12 @@ def test_the_workflow_refuses_them_before_any_job(tmp_path, overlay, words):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert words in proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_an_experiment_is_switched_off_by_false(tmp_path):
+    config = {**BASE, "experiments": {"positional_shortcut": False,
+                                      "positional_table": {"variants": ["one_layer"]}}}
+    rules = check_workflow_config(config, ROOT, experiments.available(), cwd=tmp_path)
+    assert [p.split("/")[-2] for p in rules] == ["positional_table"]
+    assert "positional_shortcut" not in config["experiments"]
+    assert config["experiments"]["positional_table"]["pos_encoding"] == "standard"  # defaults filled

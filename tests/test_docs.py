@@ -177,7 +177,7 @@ def test_methods_loss_floor_matches_the_task():
 
 
 def test_development_variance_shares_match_the_tables():
-    from inductionlab.analysis.positional_table import variance_share
+    from inductionlab.experiments.positional_table.analysis import variance_share
 
     config = default_config()
     d = config["variants"]["one_layer"].get("d_model", 32) // config["variants"]["one_layer"].get("n_heads", 4)

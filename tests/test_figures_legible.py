@@ -16,9 +16,10 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
-from inductionlab.analysis import positional_shortcut
+from inductionlab.experiments.positional_shortcut import analysis as positional_shortcut
+from inductionlab.experiments.positional_shortcut import plots as shortcut_plots
 from inductionlab.report import (ablation_plots, attention_plots, circuit_plots, dynamics_plots, failure_plots,
-                                 figures, models_plots, plots, shortcut_plots)
+                                 figures, models_plots, plots)
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples

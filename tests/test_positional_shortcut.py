@@ -12,20 +12,19 @@ from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.config import ConfigError, load_config, validate_experiment
 from inductionlab.core.data import TaskConfig, validation_set
 from inductionlab.core.model import ModelConfig, build_model, sinusoidal_table
-from inductionlab.analysis.positional_shortcut import (attention_summary, check_settings,
-                                              metric_names, offset_table, position_scores,
-                                              position_summary, position_table,
-                                              row_argmax_offsets, shortcut_metrics,
-                                              shortcut_tables)
+from inductionlab.experiments.positional_shortcut.analysis import (
+    attention_summary, metric_names, offset_table, position_scores, position_summary,
+    position_table, row_argmax_offsets, shortcut_metrics, shortcut_tables)
+from inductionlab.experiments.positional_shortcut.commands import write_shortcut
+from inductionlab.experiments.positional_shortcut.plots import write_figures
+from inductionlab.experiments.positional_shortcut.settings import check_settings
 from inductionlab.core.spec import Spec
-from inductionlab.stages.analyses import write_shortcut
-from inductionlab.report.shortcut_plots import write_figures
 from inductionlab.core.loading import save_model
 
 from helpers import ROOT, spec_document
 
 TASK = TaskConfig()
-EXPERIMENT_SCHEMA = ROOT / "workflow" / "schemas" / "positional_shortcut.schema.yaml"
+EXPERIMENT_SCHEMA = ROOT / "src" / "inductionlab" / "experiments" / "positional_shortcut" / "schema.yaml"
 SETTINGS = {"eval_seed": 2024, "n_sequences": 128, "n_random_prompts": 40, "prompt_len": 12,
             "prompts": ["ABCDEFABCDEF", "AAABBBAAABBB", "ABCDEFXYZRST"]}
 

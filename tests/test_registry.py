@@ -5,7 +5,8 @@ import pytest
 
 from helpers import ROOT, SCHEMA
 from inductionlab.config import load_config
-from inductionlab.analysis.positional_table import check_settings, variance_share
+from inductionlab.experiments.positional_table.analysis import variance_share
+from inductionlab.experiments.positional_table.settings import check_settings
 from inductionlab.core.spec import DerivedModel, make_spec
 
 TINY = ROOT / "tests" / "config.tiny.yaml"

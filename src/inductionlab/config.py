@@ -6,9 +6,7 @@ and say what is allowed, before any job starts.
 from __future__ import annotations
 
 import copy
-import importlib
 import math
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -31,40 +29,21 @@ MAX_NAME_LENGTH = 100
 
 
 # ---------------------------------------------------------------- registered checks
-# The cross-field check of an experiment's settings is registered by the module that owns
-# it, inductionlab.analysis.<name>, with @settings_check(name); a schema's `x-check` names
-# one by that name. Nothing else is imported or called on a schema's word.
+# The cross-field check of an experiment's settings is registered by the experiment's own
+# package (inductionlab/experiments/<name>/), with @settings_check(name), when the loader
+# (inductionlab.experiments.available) imports it; this module imports nothing by name.
 
 SETTINGS_CHECKS: dict[str, Callable] = {}
-_CHECK_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def settings_check(name: str):
     """Register the decorated ``check(settings, config) -> list of problems`` as the
-    settings check ``name`` (an experiment's name, the schema's ``x-check``)."""
+    settings check of experiment ``name``."""
     def register(check):
         if SETTINGS_CHECKS.setdefault(name, check) is not check:
             raise ValueError(f"settings check {name!r} is registered twice")
         return check
     return register
-
-
-def registered_check(name, schema_path) -> Callable:
-    """The check registered as ``name``; :class:`ConfigError` naming the schema if there
-    is none. Only the experiment's own module, ``inductionlab.analysis.<name>``, is looked
-    in, and only if ``name`` is a plain lower-case name."""
-    if isinstance(name, str) and _CHECK_NAME.match(name) and name not in SETTINGS_CHECKS:
-        try:
-            importlib.import_module(f"inductionlab.analysis.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"inductionlab.analysis.{name}":
-                raise
-    if name not in SETTINGS_CHECKS:
-        raise ConfigError(f"{schema_path}: x-check: {name!r} is not a registered settings check "
-                          f"(registered: {', '.join(sorted(SETTINGS_CHECKS)) or 'none'}); a check "
-                          "is a function of inductionlab.analysis.<name> registered with "
-                          "@settings_check(<name>)")
-    return SETTINGS_CHECKS[name]
 
 
 # ---------------------------------------------------------------- YAML without duplicates
@@ -397,61 +376,43 @@ def overlay(config: dict, other: dict) -> dict:
     return config
 
 
-def experiment_schema(rule_file: str | Path, workflow_dir: str | Path) -> Path | None:
-    """The schema of the experiment in ``rule_file`` (``<name>.smk``): ``<name>.schema.yaml``
-    beside it, else in the workflow's ``workflow/schemas/``; None if it has none."""
-    rule_file = Path(rule_file)
-    name = f"{rule_file.stem}.schema.yaml"
-    for candidate in (rule_file.parent / name, Path(workflow_dir) / "workflow" / "schemas" / name):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _experiment_check(schema_path: Path):
-    """The registered settings check a schema names under ``x-check``, if any."""
-    schema = load_yaml_text(schema_path.read_text())
-    if not isinstance(schema, dict) or "x-check" not in schema:
-        return None
-    return registered_check(schema["x-check"], schema_path)
-
-
-def experiment_names(workflow_dir: str | Path, extras) -> set[str]:
-    """Every experiment the config may hold settings of: the included rule files' and
-    those shipped in the workflow's ``workflow/rules/extra/``."""
-    shipped = Path(workflow_dir) / "workflow" / "rules" / "extra"
-    return {Path(e).stem for e in extras} | {p.stem for p in shipped.glob("*.smk")}
-
-
-def _check_experiment_names(config: dict, workflow_dir, extras) -> None:
-    known = experiment_names(workflow_dir, extras)
-    problems = [f"experiments.{name}: no experiment of that name (known: {', '.join(sorted(known))}); "
-                "an experiment's settings go under the name of its rule file"
-                for name in config.get("experiments", {}) if name not in known]
+def _check_experiment_names(config: dict, experiments: dict, extras) -> None:
+    known = sorted(experiments)
+    problems = [f"experiments.{name}: no experiment of that name (known: {', '.join(known) or 'none'}); "
+                "an experiment is a folder of inductionlab/experiments/"
+                for name in config.get("experiments", {}) if name not in experiments]
+    taken = set(config.get("experiments", {})) | {Path(e).stem for e in extras}
     problems += [f"variants.{name}: {name!r} is the name of an experiment, whose results/{name}/ "
                  "folder it would share; rename the variant"
-                 for name in config["variants"] if name in {Path(e).stem for e in extras}]
+                 for name in config["variants"] if name in taken]
     if problems:
         raise ConfigError("invalid config:\n  - " + "\n  - ".join(problems))
 
 
-def check_workflow_config(config: dict, workflow_dir: str | Path, cwd=None) -> list[str]:
+def check_workflow_config(config: dict, workflow_dir: str | Path, experiments: dict | None = None,
+                          cwd=None) -> list[str]:
     """The workflow's whole config check, in place (defaults filled).
 
-    The main schema and its cross-field rules, then ``extra_rules`` resolved to files,
-    then every included experiment's settings against its own schema (see
-    :func:`experiment_schema`) and check. Returns the extra rule files; raises
+    The main schema and its cross-field rules; every experiment switched on (a key of
+    ``experiments``) against its own schema and check (``experiments``: name ->
+    :class:`inductionlab.experiments.Experiment`, the folders found); then
+    ``extra_rules`` resolved to files. Returns the rule files to include: each experiment's
+    ``rules.smk``, in the config's order, then the extra rule files. Raises
     :class:`ConfigError`. The Snakefile and ``inductionlab check-config`` both call it.
     """
     workflow_dir = Path(workflow_dir)
+    experiments = experiments or {}
     validate_config(config, workflow_dir / "workflow" / "schemas" / "config.schema.yaml")
     extras = extra_rule_files(config["extra_rules"], workflow_dir, cwd)
-    _check_experiment_names(config, workflow_dir, extras)
-    for rule_file in extras:
-        schema = experiment_schema(rule_file, workflow_dir)
-        if schema is not None:
-            validate_experiment(config, Path(rule_file).stem, schema, _experiment_check(schema))
-    return extras
+    _check_experiment_names(config, experiments, extras)
+    # `<name>: false` switches an experiment off (an overlay merges mappings, so it cannot
+    # remove a name): it is taken out, as if never named
+    config["experiments"] = {k: v for k, v in config["experiments"].items() if v is not False}
+    on = [experiments[name] for name in config["experiments"]]
+    for experiment in on:
+        validate_experiment(config, experiment.name, experiment.schema,
+                            SETTINGS_CHECKS.get(experiment.name))
+    return [str(e.rules) for e in on] + extras
 
 
 def load_config(path: str | Path, schema_path: str | Path) -> dict:

@@ -397,8 +397,7 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
 
     out = phase.copy()
     out["note"] = out["note"].fillna("").astype(str)
-    pending = (out["metric"] == INDUCTION_FIT) & out["formed"].isna()
-    for i in out.index[pending]:
+    for i in out.index[undecided(out)]:
         r = out.loc[i]
         need = role_threshold(r["final_chance"], roles)
         formed = r["final_content"] >= roles["above_chance"] and r["final_score"] >= need
@@ -414,6 +413,11 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
             out.loc[same, ["value", "low", "high"]] = math.nan
             out.loc[same, "note"] = f"coincidence not measured: {why}"
     return out
+
+
+def undecided(phase: pd.DataFrame) -> pd.Series:
+    """The induction rows of ``phase`` whose ``formed`` the role rule has still to decide."""
+    return (phase["metric"] == INDUCTION_FIT) & phase["formed"].isna()
 
 
 def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) -> pd.DataFrame:

@@ -200,14 +200,14 @@ def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
     ``roles``: the head-role rule, which decides whether an induction head formed (a
     phase_change.csv of one model leaves that to it).
     """
-    from ..analysis.dynamics import decide_formed, read_phase_change
+    from ..analysis.dynamics import decide_formed, read_phase_change, undecided
     from ..core.data import TaskConfig, loss_floor
     from ..core.loading import read_table
 
     out_dir = Path(out_dir)
     frame = read_table(dynamics_csv, ["step", "metric"])
     phase = read_phase_change(phase_csv)
-    if phase["formed"].isna().any():
+    if undecided(phase).any():
         if roles is None:
             raise ValueError(f"{phase_csv}: whether an induction head formed needs the "
                              "head-role rule (roles)")

@@ -2,7 +2,8 @@
 writes every table and array it produces (each file atomically: all or nothing)."""
 from __future__ import annotations
 
-from .commands import THREADS, command, optional_path, path, paths, say
+from .commands import THREADS, command, optional_path, path, paths, say, write_tables
+from .settings import read_settings
 
 
 def _write_npz(path, arrays: dict) -> None:
@@ -14,24 +15,6 @@ def _write_npz(path, arrays: dict) -> None:
         np.savez(tmp, **arrays)
 
 
-def _write_tables(tables: dict, outputs: dict) -> None:
-    """Each of ``tables`` (name -> frame) to ``outputs[name]``."""
-    from ..atomic import write_csv
-
-    for name, out in outputs.items():
-        write_csv(out, tables[name])
-
-
-def _settings(path, stage: str) -> dict:
-    """Settings file ``stage`` (:mod:`.settings`); one of another kind is refused, naming
-    the file."""
-    from ..core.loading import read_json
-    from .settings import expected_keys
-
-    return read_json(path, f"the {stage} settings (results/settings/{stage}.json)",
-                     expected_keys(stage))
-
-
 @command("circuits-tables", "write circuits.csv, composition.csv and eigenvalues.npz of one model",
          weights=path("a weights.npz"), circuits=path("circuits.csv to write"),
          composition=path("composition.csv to write"), eigenvalues=path("eigenvalues.npz to write"))
@@ -40,7 +23,7 @@ def write_circuits(weights, circuits, composition, eigenvalues):
     from ..core.weights import load_weights
 
     arrays, meta = load_weights(weights)
-    _write_tables({"circuits": circuit_table(arrays, meta),
+    write_tables({"circuits": circuit_table(arrays, meta),
                    "composition": composition_table(arrays, meta)},
                   {"circuits": circuits, "composition": composition})
     _write_npz(eigenvalues, spectra(arrays))
@@ -55,10 +38,10 @@ def write_behaviour(model, settings, completions, failure_modes, attention, head
     from ..analysis.behaviour import behaviour_results
     from ..core.loading import load_model
 
-    config = _settings(settings, "behaviour")
+    config = read_settings(settings, "behaviour")
     loaded, spec = load_model(model)
     tables, arrays = behaviour_results(loaded, spec, config, log=say)
-    _write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
+    write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
                            "head_scores": head_scores, "summary": summary})
     _write_npz(attention, arrays)
 
@@ -74,8 +57,8 @@ def write_ablations(model, behaviour_settings, settings, table, attention, threa
     from ..atomic import write_csv
     from ..core.loading import load_model
 
-    behaviour = _settings(behaviour_settings, "behaviour")
-    config = _settings(settings, "ablations")
+    behaviour = read_settings(behaviour_settings, "behaviour")
+    config = read_settings(settings, "ablations")
     loaded, spec = load_model(model)
     frame, arrays = model_ablations(loaded, spec, behaviour, config, log=say)
     write_csv(table, frame)
@@ -94,8 +77,8 @@ def write_dynamics(model, checkpoints, behaviour_settings, settings, dynamics, l
     from ..atomic import write_csv
     from ..core.loading import load_model
 
-    behaviour = _settings(behaviour_settings, "behaviour")
-    config = _settings(settings, "dynamics")
+    behaviour = read_settings(behaviour_settings, "behaviour")
+    config = read_settings(settings, "dynamics")
     loaded, spec = load_model(model)
     frame, arrays, phase = dynamics_results(loaded, spec, checkpoints, behaviour, config, log=say)
     write_csv(dynamics, frame)
@@ -123,25 +106,6 @@ def write_per_token_loss_pca(losses, table, figure=None):
     return frame
 
 
-@command("positional-shortcut", "positional-shortcut experiment: metrics, attention by offset, "
-         "positional scores of one model",
-         model=path("a model.pt"),
-         settings=path("the experiment's settings JSON written by the workflow"),
-         metrics=path(), offsets=path(), completions=path(), positions=path(), threads=THREADS)
-def write_shortcut(model, settings, metrics, offsets, completions, positions, threads=1):
-    from ..analysis.positional_shortcut import shortcut_tables
-    from ..core.loading import load_model
-
-    config = _settings(settings, "positional_shortcut")
-    loaded, spec = load_model(model)
-    say(f"[{spec.name}] positional table {loaded.cfg.pos_encoding}")
-    tables = shortcut_tables(loaded, spec, config)
-    _write_tables(tables, {"metrics": metrics, "offsets": offsets, "completions": completions,
-                           "positions": positions})
-    m = tables["metrics"].set_index("metric")["value"]
-    say(f"[{spec.name}] " + ", ".join(f"{name} {value:.3f}" for name, value in m.items()))
-
-
 @command("offsets", "offset attribution of one model: every path's effect on the letters k "
          "back, and the write-up's algorithm as a program",
          model=path("a model.pt"),
@@ -156,14 +120,14 @@ def write_offsets(model, behaviour_settings, head_scores, copying, algorithms, p
     from ..analysis.offset_attribution import offset_results, roles_by_head
     from ..core.loading import load_model, read_table
 
-    behaviour = _settings(behaviour_settings, "behaviour")
-    margin = _settings(copying, "copying")["copying_margin"]
+    behaviour = read_settings(behaviour_settings, "behaviour")
+    margin = read_settings(copying, "copying")["copying_margin"]
     table = read_algorithms(algorithms)
     roles = roles_by_head(read_table(head_scores, ["layer", "head", "copying"],
                                      kind="a head_scores.csv"), margin)
     loaded, spec = load_model(model)
     frames = offset_results(loaded, spec, behaviour, table, roles, log=say)
-    _write_tables(dict(zip(("profile", "programs"), frames)),
+    write_tables(dict(zip(("profile", "programs"), frames)),
                   {"profile": profile, "programs": programs})
 
 

@@ -116,6 +116,14 @@ def command(name: str, help: str, /, **options: Option):
     return register
 
 
+def write_tables(tables: dict, outputs: dict) -> None:
+    """Each of ``tables`` (name -> frame) to ``outputs[name]``, atomically."""
+    from ..atomic import write_csv
+
+    for name, out in outputs.items():
+        write_csv(out, tables[name])
+
+
 def say(message: str) -> None:
     """A stage's progress line, on standard error (the rule's log)."""
     import sys

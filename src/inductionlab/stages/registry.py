@@ -9,6 +9,9 @@ from .commands import COMMANDS
 
 
 def build_parser(description: str = "") -> argparse.ArgumentParser:
+    from .. import experiments
+
+    experiments.available()  # each experiment's package registers its commands
     parser = argparse.ArgumentParser(prog="inductionlab", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS.values():

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .commands import command, integer, optional_path, path, paths, say, text
+from .settings import read_settings
 
 
 def model_title(path) -> str:
@@ -50,7 +51,7 @@ def dynamics_figures(dynamics, phase_change, out_dir, roles, settings=None, titl
     task = read_json(settings, "the dynamics settings").get("task") if settings else None
     with atomic_dir(out_dir) as tmp:
         write_dynamics_figures(dynamics, phase_change, tmp, title=title or model_title(dynamics),
-                               task=task, roles=role_rule(roles))
+                               task=task, roles=read_settings(roles, "roles"))
 
 
 @command("figure", "a cross-seed figure of one model",
@@ -77,18 +78,6 @@ def models_figure(name, models, settings, out, inputs):
     write_models_figure(name, [m for m in models.split(",") if m], settings, out, inputs)
 
 
-@command("positional-shortcut-figures",
-         "positional-shortcut experiment: attention by offset and positional scores",
-         offsets=path("stacked positional_shortcut_offsets.csv"),
-         positions=path("stacked positional_shortcut_positions.csv"),
-         settings=path("the experiment's settings JSON (for the task)"),
-         offsets_figure=path(), positions_figure=path())
-def positional_shortcut_figures(offsets, positions, settings, offsets_figure, positions_figure):
-    from ..report.shortcut_plots import write_figures
-
-    write_figures(offsets, positions, settings, offsets_figure, positions_figure)
-
-
 @command("aggregate", "stack per-model tables; mean, std, min, max across seeds",
          name=text("table name (selects its key columns)", required=True),
          long=path("the stacked table to write"), summary=path("the summary table to write"),
@@ -108,16 +97,8 @@ def aggregate(name, long, summary, inputs, final_step=0, roles=None):
             raise BadInput(p, f"is not a {name}.csv: --name {name} names the per-model table "
                            "the inputs are", hint=None)
 
-    rule = role_rule(roles) if roles is not None else None
+    rule = read_settings(roles, "roles") if roles is not None else None
     stack_tables(name, inputs, long, summary, final_step=final_step or None, roles=rule)
-
-
-def role_rule(path) -> dict:
-    """The head-role rule of a results/settings/roles.json."""
-    from ..core.loading import read_json
-    from .settings import expected_keys
-
-    return read_json(path, "the head-role rule (results/settings/roles.json)", expected_keys("roles"))
 
 
 @command("claims", "evaluate the write-up's claims on every seed",
@@ -131,7 +112,7 @@ def claims(claims_yaml, claims, scorecard, tables, roles, families=None, compari
     from ..core.loading import read_json
     from ..report.claims import run_claims
 
-    rule = role_rule(roles)
+    rule = read_settings(roles, "roles")
     more = read_json(families, "a model families JSON") if families else None
     run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
                comparison_csv=comparison)

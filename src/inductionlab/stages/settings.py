@@ -81,3 +81,17 @@ def expected_keys(name: str) -> list[str]:
     spec = declared(name)
     keys = sorted({k.split(".")[0] for k in spec.keys}) if spec.keys is not None else []
     return keys + (["task"] if spec.task else [])
+
+
+def declare_settings(name: str, spec: SettingsFile) -> None:
+    """Declare settings file ``name`` (an experiment declares its own)."""
+    if SETTINGS_FILES.setdefault(name, spec) != spec:
+        raise ValueError(f"settings file {name!r} is declared twice, differently")
+
+
+def read_settings(path, name: str) -> dict:
+    """Settings file ``name``; one of another kind is refused, naming the file."""
+    from ..core.loading import read_json
+
+    return read_json(path, f"the {name} settings (results/settings/{name}.json)",
+                     expected_keys(name))

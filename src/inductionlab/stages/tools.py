@@ -52,6 +52,7 @@ def circuits(weights):
          workflow=Option("the workflow's folder (default: the source tree of this package)",
                          required=False))
 def check_config(files, workflow=None):
+    from .. import experiments
     from ..config import ConfigError, check_workflow_config, overlay, read_yaml
 
     workflow_dir = workflow or project_dir()
@@ -66,8 +67,9 @@ def check_config(files, workflow=None):
     config = {}
     for p in found:
         overlay(config, read_yaml(p))
-    extras = check_workflow_config(config, workflow_dir)
+    extras = check_workflow_config(config, workflow_dir, experiments.available())
     n = len(config["variants"]) * len(config["seeds"])
     names = ", ".join(str(f) for f in given) or "config.yaml"
     print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "
-          f"= {n} model(s); extra rules: {', '.join(Path(e).stem for e in extras) or 'none'}")
+          f"= {n} model(s); experiments and extra rules: "
+          f"{', '.join(Path(e).parent.name if Path(e).name == 'rules.smk' else Path(e).stem for e in extras) or 'none'}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analysis.positional_shortcut import OFFSET_COLUMNS, POSITION_COLUMNS, copy_offset
-from ..core.data import TaskConfig
-from ..core.seeding import first_seed
+from ...core.data import TaskConfig
+from ...core.seeding import first_seed
+from .analysis import OFFSET_COLUMNS, POSITION_COLUMNS, copy_offset
 
 def _panel_grid(n: int) -> tuple[int, int]:
     """(rows, columns) of ``n`` panels within the report's width: at most 2 per row
@@ -21,7 +21,7 @@ def offsets_figure(offsets: pd.DataFrame, task: TaskConfig):
     the offsets of the target's copies (block_len − 1 back, then every block_len) are marked."""
     import matplotlib.pyplot as plt
 
-    from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
+    from ...report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
 
     variants = list(dict.fromkeys(offsets["variant"]))
     T = int(offsets["offset"].max()) + 1
@@ -64,7 +64,7 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
+    from ...report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
 
     part = positions[positions["seed"] == seed]
     variants = list(dict.fromkeys(part["variant"]))
@@ -101,9 +101,9 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
 
 def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positions_png) -> None:
     """Both figures from the stacked tables (the positional table of the first seed)."""
-    from .plots import save
+    from ...report.plots import save
 
-    from ..core.loading import read_json, read_table
+    from ...core.loading import read_json, read_table
 
     task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings", ["task"])["task"])
     k = copy_offset(task)

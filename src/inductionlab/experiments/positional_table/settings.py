@@ -1,28 +1,14 @@
-"""The positional-table study: the write-up's models retrained with another q/k table.
-
-The write-up's ``original`` table takes its frequencies from the raw dimension index,
-so most of its dimensions turn slowly and the table varies with position almost only
-in its first few; the ``standard`` table pairs dimensions as in the usual sinusoid.
-The study's models and claim family are declared by its rule file; this module only
-checks its settings and measures how the tables differ.
-"""
+"""The positional-table study's settings: its models' names and the check of its settings
+against the rest of the config. Light: the workflow and the command line import it."""
 from __future__ import annotations
 
-from ..config import settings_check
-from ..core.model import sinusoidal_table
+from ...config import settings_check
 
 
 def model_names(settings: dict) -> dict[str, str]:
     """Variant -> the name of its retrained model, ``<variant>_<pos_encoding>``."""
     return {v: f"{v}_{settings['pos_encoding']}" for v in settings["variants"]}
 
-
-def variance_share(form: str, seq_len: int, d: int, first: int = 3) -> float:
-    """Share of the table's variance over positions 1 to seq_len - 1 (summed over
-    dimensions) that its ``first`` dimensions hold. Position 0 is left out: the original
-    table's row 0 is zero by construction."""
-    per_dim = sinusoidal_table(seq_len, d, form)[1:].var(dim=0)
-    return float(per_dim[:first].sum() / per_dim.sum())
 
 
 @settings_check("positional_table")

@@ -5,9 +5,10 @@
 # The models are registered, so the generic stages train and analyse them in
 # results/{model}/seed{seed}/, and the claims rule evaluates the family: the study needs
 # no rule of its own. Settings: config["experiments"]["positional_table"] (keys and
-# defaults: workflow/schemas/positional_table.schema.yaml); words: positional_table.prose.yaml.
+# defaults: schema.yaml beside this file); words: prose.yaml.
 from inductionlab.core.data import TaskConfig
-from inductionlab.analysis.positional_table import model_names, variance_share
+from inductionlab.experiments.positional_table.analysis import variance_share
+from inductionlab.experiments.positional_table.settings import model_names
 
 PT = config["experiments"]["positional_table"]
 PT_FORM = PT["pos_encoding"]
@@ -17,7 +18,7 @@ PT_HEAD = model_settings(PT["variants"][0])
 PT_SHARE = {form: variance_share(form, TaskConfig.from_dict(config["task"]).seq_len,
                                  PT_HEAD["d_model"] // PT_HEAD["n_heads"])
             for form in ("original", PT_FORM)}
-PT_WORDS = section_prose("positional_table.prose.yaml", form=PT_FORM, variants=list(PT_MODELS),
+PT_WORDS = section_prose("prose.yaml", form=PT_FORM, variants=list(PT_MODELS),
                          models=list(PT_MODELS.values()), share=PT_SHARE)
 
 report_section(

@@ -4,11 +4,13 @@
 # layer cannot learn "attend 5 back". The base variant with pos_encoding: learned is a
 # registered model (trained and analysed by the generic stages); this file adds its own
 # analysis of it and of the compared variants (results/{model}/seed{seed}/positional_
-# shortcut*.csv, stacked into results/tables/), two figures and a section. Settings:
-# config["experiments"]["positional_shortcut"] (workflow/schemas/positional_shortcut.schema.yaml);
-# words: positional_shortcut.prose.yaml. No `conda:` directive, for the reason in train.smk.
-from inductionlab.analysis.positional_shortcut import learned_model_name, metric_names
+# shortcut*.csv, stacked into results/tables/), two figures and a section. Everything of
+# the experiment is in this folder: settings config["experiments"]["positional_shortcut"]
+# (keys and defaults: schema.yaml), words prose.yaml, the analysis, figures and commands
+# its rules run. No `conda:` directive, for the reason in workflow/rules/train.smk.
 from inductionlab.core.data import TaskConfig
+from inductionlab.experiments.positional_shortcut.analysis import metric_names
+from inductionlab.experiments.positional_shortcut.settings import learned_model_name
 
 PS = config["experiments"]["positional_shortcut"]
 PS_DIR = f"{RESULTS}/positional_shortcut"
@@ -77,7 +79,7 @@ rule positional_shortcut_figures:
         "--positions-figure {output.positions} > {log} 2>&1"
 
 
-PS_WORDS = section_prose("positional_shortcut.prose.yaml", learned=PS_LEARNED,
+PS_WORDS = section_prose("prose.yaml", learned=PS_LEARNED,
                          base=PS["base_variant"], compared=PS_COMPARED, skipped=PS_SKIPPED,
                          offset=PS_OFFSET, block=PS_BLOCK, prompt_len=PS["prompt_len"],
                          first_seed=FIRST_SEED)

@@ -12,8 +12,8 @@ This module measures, for a model with a learned table and for fixed-table
 models: the task metrics on the validation set, greedy completions of a few
 prompts and of random prompts, attention by relative offset per head, and the
 table's position–position score matrix with its argmax per query row. Functions
-take models, tensors and settings and return frames; the rules in
-``workflow/rules/extra/positional_shortcut.smk`` only pass paths.
+take models, tensors and settings and return frames; the experiment's
+rules (``rules.smk`` beside this module) only pass paths.
 
 The copy offset is ``k = block_len − 1`` (5 on the default task): token i + 1 equals
 token i − k once a block has passed. Every earlier copy of the target (k, k + block_len,
@@ -30,11 +30,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .attention import attention_score, offset_profile
-from .behaviour import check_prompt, evaluation_samples, prompt_suite, random_prompt_summary
-from ..config import settings_check
-from ..core.data import TaskConfig, validation_set
-from ..core.metrics import evaluate
+from ...analysis.attention import attention_score, offset_profile
+from ...analysis.behaviour import evaluation_samples, prompt_suite, random_prompt_summary
+from ...core.data import TaskConfig, validation_set
+from ...core.metrics import evaluate
 
 OFFSET_COLUMNS = ["variant", "seed", "layer", "head", "offset", "attention"]
 POSITION_COLUMNS = ["variant", "seed", "query", "key", "offset", "score", "is_row_argmax"]
@@ -45,41 +44,6 @@ COMPLETION_COLUMNS = ["variant", "seed", "prompt", "in_distribution", "completio
 def copy_offset(task: TaskConfig) -> int:
     """The offset that solves the task: token i + 1 equals token i − (block_len − 1)."""
     return task.block_len - 1
-
-
-def learned_model_name(settings: dict) -> str:
-    """The experiment's model: its base variant with a learned table, ``<base>_learned``."""
-    return f"{settings['base_variant']}_learned"
-
-
-@settings_check("positional_shortcut")
-def check_settings(settings: dict, config: dict) -> list[str]:
-    """The experiment's settings against the rest of a validated config; one message per
-    problem, naming the key. Compared variants missing from ``variants`` are not errors
-    (the experiment skips them); the base variant must exist."""
-    where = "experiments.positional_shortcut"
-    task = TaskConfig.from_dict(config["task"])
-    problems = []
-    if learned_model_name(settings) in config["variants"]:
-        problems.append(f"variants.{learned_model_name(settings)}: is also the name of the "
-                        "positional-shortcut experiment's learned-table model; rename the variant")
-    if settings["base_variant"] not in config["variants"]:
-        problems.append(f"{where}.base_variant: {settings['base_variant']!r} is not in variants "
-                        f"({', '.join(config['variants'])}); the learned-table model is its spec "
-                        "with pos_encoding: learned")
-    elif config["variants"][settings["base_variant"]].get("pos_encoding") == "learned":
-        problems.append(f"{where}.base_variant: {settings['base_variant']!r} already has a learned "
-                        "table; choose a fixed-table variant")
-    for k, prompt in enumerate(settings["prompts"]):
-        try:
-            check_prompt(prompt, task)
-        except ValueError as err:
-            problems.append(f"{where}.prompts.{k}: {err}")
-    if not task.block_len <= settings["prompt_len"] < task.seq_len:
-        problems.append(f"{where}.prompt_len: {settings['prompt_len']} must be at least "
-                        f"task.block_len = {task.block_len} and below the sequence length "
-                        f"{task.seq_len}")
-    return problems
 
 
 def metric_names(task: TaskConfig, prompt_len: int) -> dict[str, list[str]]:
