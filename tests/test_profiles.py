@@ -53,7 +53,7 @@ def test_slurm_profile_sets_partition_not_account():
 
 def test_seeds_per_job_groups_the_seeds_of_each_variant_into_one_job(tmp_path):
     config = yaml.safe_load(TINY_CONFIG.read_text())
-    config.update(seeds=[0, 1, 2], extra_rules=[])
+    config.update(seeds=[0, 1, 2], extra_rules=[], experiments={})
     config["train"]["seeds_per_job"] = 2
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.run(snakemake_command(tmp_path, "-n", "--cores", "1"), cwd=tmp_path,

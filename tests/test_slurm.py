@@ -81,7 +81,7 @@ def write_one_model_config(work):
     """tests/config.tiny.yaml with only VARIANT and no extra stages, as work/config.yaml."""
     config = yaml.safe_load(TINY_CONFIG.read_text())
     config["variants"] = {VARIANT: config["variants"][VARIANT]}
-    config["extra_rules"] = []
+    config["extra_rules"], config["experiments"] = [], {}
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
