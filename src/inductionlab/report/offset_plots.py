@@ -43,11 +43,6 @@ SUPTITLE_IN = 0.3
 _HEAD = re.compile(r"L(\d+)H(\d+)")
 
 
-def _roles(role) -> list[str]:
-    """The roles of a ``role`` cell (joined with "+"; empty or NaN: none)."""
-    return split_roles(role)
-
-
 def with_head_roles(profile: pd.DataFrame, head_scores: pd.DataFrame) -> pd.DataFrame:
     """``profile`` with each path's ``role`` the roles of its last head by the head-role
     rule (the stacked head_scores' ``roles``, per seed), where the offsets stage knows only
@@ -64,7 +59,7 @@ def role_word(role) -> str:
     """The most telling role of a ``role`` cell (:data:`ROLE_ORDER`) in its display form
     (:func:`~inductionlab.report.labels.role_label`): an attention role (induction, …)
     before the OV role (copying, anti-copying); "" when the head has none."""
-    roles = _roles(role)
+    roles = split_roles(role)
     for name in ROLE_ORDER:
         if name in roles:
             return role_label(name)
@@ -73,7 +68,7 @@ def role_word(role) -> str:
 
 def copy_rank(role) -> int:
     """0 for a copying head, 1 for an anti-copying head, 2 for any other."""
-    roles = _roles(role)
+    roles = split_roles(role)
     return 0 if "copying" in roles else 1 if "anti_copying" in roles else 2
 
 
@@ -179,7 +174,7 @@ def derived_groups(paths: pd.DataFrame) -> pd.DataFrame:
             parts.append((f"L{l}:embedding", layer[layer["_hops"] == 1]))
             parts.append((f"L{l}:composed", layer[layer["_hops"] > 1]))
     for role in ("copying", "anti_copying"):
-        parts.append((f"role:{role}", heads[[role in _roles(r) for r in heads["role"]]]))
+        parts.append((f"role:{role}", heads[[role in split_roles(r) for r in heads["role"]]]))
     out = [part.groupby(keys, as_index=False)["value"].sum().assign(component=name)
            for name, part in parts if len(part)]
     if not out:

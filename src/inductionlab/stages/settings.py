@@ -7,8 +7,7 @@ workflow writes it and the commands refuse a file that is not the one they expec
 behaviour stage's evaluation (its samples, prompts and the window of the local score) is
 one file, the head-role thresholds another: changing a threshold reruns the jobs that
 apply the rule (stacking the head scores and the phase change, claims, figures, the
-report), never an analysis. A name not declared here is a config section, or an
-experiment's settings, whole.
+report), never an analysis. A name not declared here is an experiment's settings, whole.
 
 Plain Python: the workflow imports it at parse time.
 """
@@ -45,8 +44,8 @@ SETTINGS_FILES = {
 
 
 def declared(name: str) -> SettingsFile:
-    """The declaration of settings file ``name``; an undeclared name is a config section
-    (``behaviour``) or an experiment's settings (``experiments.<name>``), whole."""
+    """The declaration of settings file ``name``; an undeclared name is an experiment's
+    settings (``experiments.<name>``), whole."""
     return SETTINGS_FILES.get(name) or SettingsFile(f"experiments.{name}")
 
 
@@ -61,8 +60,6 @@ def settings_document(config: dict, name: str) -> dict:
     """The content of settings file ``name`` for a resolved ``config``: the declared keys
     of its section, nested as in the config, and the task when declared."""
     spec = declared(name)
-    if name not in SETTINGS_FILES and name in config:
-        spec = SettingsFile(name)
     section = _at(config, spec.section)
     document: dict = {}
     for key in spec.keys if spec.keys is not None else list(section):
