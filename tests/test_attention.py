@@ -144,6 +144,21 @@ def test_head_roles_follow_the_rule_relative_to_chance(scores, roles):
     assert "induction" not in head_roles({**scores, **CHANCE}, stricter)
 
 
+def test_role_names_list_every_role_the_rule_gives_in_its_order():
+    from inductionlab.analysis.roles import content_column, positional_role, role_names
+
+    every = {"previous_token": 0.9, "induction": 0.9, "prefix_matching": 0.9, "local": 0.95, **CHANCE}
+    content = {content_column(s): 0.5 for s in ("induction", "prefix_matching")}
+    on_position = {content_column(s): 0.0 for s in ("induction", "prefix_matching")}
+    by_content = head_roles({**every, **content, "copying": 3}, RULES)
+    by_position = head_roles({**every, **on_position, "copying": -3}, RULES)
+    assert by_content == [r for r in role_names() if not r.startswith("positional_")
+                          and r != "anti_copying"]
+    assert by_position == [r for r in role_names() if r not in ("induction", "prefix_matching", "copying")]
+    assert set(by_content) | set(by_position) == set(role_names())
+    assert positional_role("induction") in by_position
+
+
 def test_role_threshold_is_the_larger_of_the_two_rules():
     assert role_threshold(0.1, RULES) == pytest.approx(0.3)   # chance + 0.2
     assert role_threshold(0.31, RULES) == pytest.approx(0.62)  # 2 x chance

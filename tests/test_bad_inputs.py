@@ -257,10 +257,12 @@ def test_figures_given_the_wrong_table_or_archive(_run, trained, tmp_path):
     proc = _run("models-figure", "--name", "training", "--models", "one_layer,two_layer",
                 "--settings", s["behaviour"], "--out", tmp_path / "m.png", "--inputs", wrong)
     _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
-    proc = _run("positional-shortcut-figures", "--offsets", wrong, "--positions", wrong, "--settings",
-                s["positional_shortcut"], "--offsets-figure", tmp_path / "a.png",
-                "--positions-figure", tmp_path / "b.png")
+    proc = _run("study-figure", "--name", "positional_shortcut_positions", "--settings",
+                s["positional_shortcut"], "--out", tmp_path / "b.png", "--inputs", wrong)
     _assert_one_clear_line(proc, wrong, "it is not the stacked positional_shortcut_positions table")
+    proc = _run("study-figure", "--name", "no_such_figure", "--settings", s["positional_shortcut"],
+                "--out", tmp_path / "c.png", "--inputs", wrong)
+    assert proc.returncode != 0 and "unknown study figure 'no_such_figure'" in proc.stderr
     weights = trained / "model" / "weights.npz"
     proc = _run("attention-figures", "--attention", weights, "--out-dir", tmp_path / "figs")
     _assert_one_clear_line(proc, weights, "has no array(s) mean_pattern_L0")

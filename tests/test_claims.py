@@ -593,6 +593,48 @@ def _write_claims(tmp_path, claims):
     return path
 
 
+@pytest.mark.parametrize("metric, message", [
+    ({"table": "behavior", "column": "value"}, "no stage writes a table 'behavior'"),
+    ({"table": "head_scores", "column": "inducton"}, r"has no column\(s\) \['inducton'\]"),
+    ({"table": "head_scores", "column": "induction", "where": {"layr": 1}}, r"\['layr'\]"),
+    ({"derived": "difference", "a": ACC, "b": {"table": "ablations", "column": "delta_los_all"}},
+     r"'ablations' has no column\(s\) \['delta_los_all'\]"),
+    ({"table": "phase_change", "column": "span", "require": {"formd": 1}}, r"\['formd'\]"),
+])
+def test_a_claim_on_a_table_or_column_no_stage_writes_is_refused(tmp_path, metric, message):
+    """A misspelt table or column is an error when the claims are read, not a claim that
+    is quietly not measured."""
+    with pytest.raises(ClaimError, match=message):
+        load_claims(_write_claims(tmp_path, [claim(ACC, id="ok"), claim(metric, id="bad")]))
+
+
+def test_columns_generated_from_a_list_are_accepted(tmp_path):
+    metrics = [{"table": "ablations", "column": "induction_max_L3"},
+               {"table": "ablations", "column": "prefix_matching_L1H2"},
+               {"table": "head_scores", "column": "induction", "where": {"roles": "induction"}},
+               {"table": "failure_modes", "column": "greedy_exact_prompt12"},
+               {"table": "train_log", "column": "val_loss_pos7"}]
+    claims = [claim(m, id=f"c{k}") for k, m in enumerate(metrics)]
+    assert len(load_claims(_write_claims(tmp_path, claims))) == len(metrics)
+
+
+def test_an_experiment_brings_its_own_claims(tmp_path):
+    from inductionlab import experiments
+
+    folder = experiments.available()["positional_shortcut"].folder
+    main = tmp_path / "claims.yaml"
+    main.write_text(yaml.safe_dump({"groups": {"copy": "Copy"}, "claims": [claim(ACC, id="a")
+                                                                            | {"group": "copy"}]}))
+    ids = [c["id"] for c in load_claims(main, [folder / "claims.yaml"])]
+    assert ids[0] == "a" and "one_layer.attention_similar_across_heads" in ids
+    for name, extra, message in (("clash", claim(ACC, id="a") | {"group": "copy"}, "'a' appears twice"),
+                                 ("group", claim(ACC, id="b") | {"group": "elsewhere"},
+                                  "group 'elsewhere'")):
+        (tmp_path / name).mkdir()
+        with pytest.raises(ClaimError, match=message):
+            load_claims(main, [_write_claims(tmp_path / name, [extra])])
+
+
 @pytest.mark.parametrize("key", ["id", "variant", "quote", "metric", "compare", "threshold"])
 def test_load_claims_missing_key(tmp_path, key):
     bad = claim(ACC, id="broken")
@@ -876,7 +918,10 @@ LOSS_DELTA = {"table": "ablations", "where": {"ablation": "smear_off_L0"}, "colu
 
 @pytest.mark.parametrize("metric, unit", [
     (LOSS_DELTA, "nats"),
-    ({"table": "behaviour", "where": {"metric": "val_loss_all"}, "column": "value"}, "nats"),
+    ({"table": "behaviour", "where": {"metric": "loss_all"}, "column": "value"}, "nats"),
+    ({"table": "train_log", "column": "val_loss_all"}, "nats"),
+    ({"table": "ablations", "column": "induction_L1H2"}, "share of attention"),
+    ({"table": "positional_shortcut_offsets", "column": "attention"}, "share of attention"),
     ({"table": "behaviour", "where": {"metric": "icl_score"}, "column": "value"}, "nats"),
     ({"table": "offset_profile", "where": {"component": "direct"}, "column": "value"}, "logits"),
     ({"table": "head_scores", "column": "induction", "reduce": "max"}, "share of attention"),
@@ -894,7 +939,10 @@ LOSS_DELTA = {"table": "ablations", "where": {"ablation": "smear_off_L0"}, "colu
     ({**ACC, "unit": "nats"}, "nats"),  # a metric may declare its unit
 ])
 def test_a_claim_s_unit_comes_from_its_table_and_column(metric, unit):
+    from inductionlab import experiments
     from inductionlab.report.claim_words import claim_unit
+
+    experiments.available()  # an experiment's tables are declared when it is loaded
 
     assert claim_unit(claim(metric)) == unit
 

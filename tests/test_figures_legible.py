@@ -18,6 +18,7 @@ from matplotlib import pyplot as plt
 
 from inductionlab.experiments.positional_shortcut import analysis as positional_shortcut
 from inductionlab.experiments.positional_shortcut import plots as shortcut_plots
+from inductionlab.report.study_figures import write_study_figure
 from inductionlab.report import (ablation_plots, attention_plots, circuit_plots, dynamics_plots, failure_plots,
                                  figures, models_plots, plots)
 from inductionlab.core.ablation_plan import expand_entries
@@ -123,6 +124,9 @@ def failure_table(seeds=(0, 1, 2)):
         acc = np.clip(0.9 - 0.15 * rng.random(len(patterns)), 0, 1)
         prob = np.array([pattern_probability(p, 26) for p in patterns])
         rows.append(pd.DataFrame({"variant": "two_layer", "seed": seed, "pattern": patterns,
+                                  "n_distinct": [len(set(p)) for p in patterns],
+                                  "adjacent_repeats": [sum(a == b for a, b in zip(p, p[1:]))
+                                                       for p in patterns],
                                   "probability": prob, "teacher_forced_acc": acc,
                                   "error_mass": prob * (1 - acc)}))
     return pd.concat(rows, ignore_index=True)
@@ -424,8 +428,9 @@ def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path
     inputs["positions"].to_csv(tmp_path / "positions.csv", index=False)
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"task": TASK}))
-    shortcut_plots.write_figures(tmp_path / "offsets.csv", tmp_path / "positions.csv", settings,
-                                      tmp_path / "offsets.png", tmp_path / "positions.png")
+    for name in ("offsets", "positions"):
+        write_study_figure(f"positional_shortcut_{name}", settings, tmp_path / f"{name}.png",
+                           [tmp_path / f"{name}.csv"])
     for path in written + [tmp_path / "offsets.png", tmp_path / "positions.png"]:
         width, height, dpi = png_size(path)
         assert dpi == pytest.approx(plots.DPI, abs=0.5), path.name

@@ -16,7 +16,7 @@ from inductionlab.experiments.positional_shortcut.analysis import (
     attention_summary, metric_names, offset_table, position_scores, position_summary,
     position_table, row_argmax_offsets, shortcut_metrics, shortcut_tables)
 from inductionlab.experiments.positional_shortcut.commands import write_shortcut
-from inductionlab.experiments.positional_shortcut.plots import write_figures
+from inductionlab.report.study_figures import write_study_figure
 from inductionlab.experiments.positional_shortcut.settings import check_settings
 from inductionlab.core.spec import Spec
 from inductionlab.core.loading import save_model
@@ -159,8 +159,9 @@ def test_write_shortcut_and_figures(tmp_path):
     assert metrics["one_layer_learned", "acc_pred"] == 1.0 > metrics["one_layer", "acc_pred"]
     for name in ("offsets", "positions"):
         pd.concat(out[name]).to_csv(tmp_path / f"{name}.csv", index=False)
-    write_figures(tmp_path / "offsets.csv", tmp_path / "positions.csv", settings,
-                  tmp_path / "offsets.png", tmp_path / "positions.png")
+    for name in ("offsets", "positions"):  # the study figures the experiment registers
+        write_study_figure(f"positional_shortcut_{name}", settings, tmp_path / f"{name}.png",
+                           [tmp_path / f"{name}.csv"])
     for name in ("offsets.png", "positions.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
     assert not list(tmp_path.glob("**/.tmp-*"))  # everything written atomically

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
-from inductionlab.analysis.roles import ROLE_SCORES, positional_role
+from inductionlab.analysis.roles import NO_ROLE, ROLE_SCORES, positional_role, role_names
 from inductionlab.report import offset_plots, plots
 from inductionlab.report import tables as T
 from inductionlab.report.labels import (MINUS, ROLE_ABBREVIATIONS, ROLE_LABELS, minus_signs,
@@ -71,6 +71,8 @@ def test_figures_use_the_true_minus_sign():
 def test_every_role_has_one_display_form():
     roles = list(ROLE_SCORES) + [positional_role(s) for s in ("induction", "prefix_matching")]
     roles += ["copying", "anti_copying", "none"]
+    assert set(roles) == set(role_names()) | {NO_ROLE}  # every role the rule gives
+    assert set(ROLE_LABELS) == set(roles) == set(ROLE_ABBREVIATIONS)
     for role in roles:
         assert role in ROLE_LABELS and "_" not in role_label(role), role
     assert role_label("anti_copying") == "anti-copying"

@@ -264,10 +264,33 @@ def test_pdf_and_html_name_the_extra_stage(report_files):
     assert "extra-stage-answer" in html
 
 
+def test_every_table_holds_exactly_the_columns_of_its_format(tiny_run):
+    """Each stacked table a stage wrote has every column its format declares, and no
+    column the format does not (the formats are what the figures and claims read)."""
+    from inductionlab import experiments
+    from inductionlab.report.known_tables import ID_COLUMNS, declared
+
+    experiments.available()
+    checked = []
+    for path in sorted((tiny_run / "results" / "tables").glob("*.csv")):
+        fmt = declared().get(path.stem)
+        if fmt is None:
+            continue
+        columns = list(pd.read_csv(path, nrows=1).columns)
+        assert [c for c in fmt.columns if c not in columns] == [], path.stem
+        assert [c for c in columns if c not in ID_COLUMNS and not fmt.has(c)] == [], path.stem
+        checked.append(path.stem)
+    assert {"train_log", "head_scores", "ablations", "dynamics", "phase_change", "behaviour",
+            "failure_modes", "completions", "circuits", "composition", "offset_profile",
+            "algorithm_fit", "positional_shortcut_offsets"} <= set(checked)
+
+
 def test_claims_are_evaluated_for_every_seed(tiny_run):
+    from inductionlab import experiments
     from inductionlab.report.claims import load_claims
 
-    claims = load_claims(ROOT / "workflow" / "claims.yaml")
+    folder = experiments.available()["positional_shortcut"].folder
+    claims = load_claims(ROOT / "workflow" / "claims.yaml", [folder / "claims.yaml"])
     results = pd.read_csv(tiny_run / "results" / "tables" / "claims.csv")
     results = results[results["family"] == "write_up"]  # the study's family: its own test
     assert sorted(results["claim"]) == sorted(c["id"] for c in claims)  # one seed
@@ -326,7 +349,6 @@ def test_three_layer_model_has_every_layer_in_its_tables(tiny_run):
 
 # ---------------------------------------------------------------- the positional-shortcut experiment
 
-SHORTCUT = "results/positional_shortcut"
 SHORTCUT_MODELS = ["one_layer_learned", "one_layer", "one_layer_smeared"]
 STUDY_MODELS = {"one_layer": "one_layer_standard", "one_layer_smeared": "one_layer_smeared_standard",
                 "two_layer": "two_layer_standard"}
@@ -383,8 +405,8 @@ def test_positional_shortcut_section_is_in_the_html_and_the_pdf(tiny_run, report
     row = summary[(summary["variant"] == "one_layer_learned") & (summary["metric"] == "loss_all")]
     value = fmt(float(row["mean"].iloc[0]))
     assert value in html and squash(value) in pdf
-    for figure in ("attention_by_offset.png", "positional_scores.png"):
-        png = (tiny_run / SHORTCUT / "figures" / figure).read_bytes()
+    for figure in ("positional_shortcut_offsets.png", "positional_shortcut_positions.png"):
+        png = (tiny_run / "results" / "figures" / "study" / figure).read_bytes()
         assert "data:image/png;base64," + base64.b64encode(png).decode() in html, figure
 
 
@@ -506,7 +528,7 @@ def test_stage_costs_reads_every_job_of_a_run(tiny_run, capsys):
     jobs = job_table(tiny_run)
     assert {"train", "extract_weights", "circuits", "behaviour", "ablations", "dynamics",
             "aggregate", "figure", "claims", "report", "model_spec",
-            "positional_shortcut_analysis", "positional_shortcut_figures"} <= set(jobs["rule"])
+            "positional_shortcut_analysis", "study_figure"} <= set(jobs["rule"])
     trained = jobs[jobs["rule"] == "train"]
     assert set(trained["model"]) >= set(VARIANTS) and (trained["s"] > 0).all()
     assert set(jobs.loc[jobs["rule"] == "report", "model"]) == {"-"}

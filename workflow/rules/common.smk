@@ -131,6 +131,13 @@ def settings_file(stage):
 REPORT_SECTIONS = []
 AGGREGATED_TABLES = {}  # table name -> the models whose {name}.csv it stacks (None: every model)
 REPORT_HIGHLIGHTS = []
+CLAIM_FILES = []  # an experiment's claims files, evaluated after workflow/claims.yaml
+
+
+def experiment_claims(path):
+    """Put the claims of ``path`` (a claims file beside the rule file that calls this: a
+    ``claims:`` list, using the groups of workflow/claims.yaml) on the scorecard."""
+    CLAIM_FILES.append(os.path.join(workflow.current_basedir, path))
 
 
 def report_highlight(path, text):
@@ -151,6 +158,19 @@ def aggregated_table(name, summary=False, models=None):
         sys.exit(f"inductionlab: table {name!r} is aggregated over {AGGREGATED_TABLES[name]} "
                  f"and over {models}; give it one set of models")
     return table_path(name, summary)
+
+
+STUDY_FIGURE_INPUTS = {}  # study figure -> (its inputs, the settings file it reads)
+
+
+def study_figure(name, inputs, settings):
+    """Path of the study figure ``name`` (results/figures/study/{name}.png), drawn by the
+    study_figure rule from ``inputs`` and ``settings`` with the function an experiment
+    registered under that name (inductionlab.report.study_figures)."""
+    entry = (list(inputs), settings)
+    if STUDY_FIGURE_INPUTS.setdefault(name, entry) != entry:
+        sys.exit(f"inductionlab: study figure {name!r} is registered twice with other inputs")
+    return f"{RESULTS}/figures/study/{name}.png"
 
 
 def models_figure(name):

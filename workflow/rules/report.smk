@@ -47,6 +47,7 @@ localrules:
     claims,
     figure,
     models_figure,
+    study_figure,
     model_families,
     report_manifest,
     report,
@@ -91,7 +92,7 @@ rule model_families:
 
 rule claims:
     input:
-        claims=workflow.source_path("../claims.yaml"),
+        claims=[workflow.source_path("../claims.yaml"), *CLAIM_FILES],
         roles=settings_file("roles"),
         families=f"{RESULTS}/report/families.json",
         tables=lambda w: [table_path(t) for t in AGGREGATED_TABLES],
@@ -125,6 +126,23 @@ rule figure:
     shell:
         "inductionlab figure --name {wildcards.figure} --model {wildcards.model} "
         "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
+
+
+rule study_figure:
+    input:
+        settings=lambda w: STUDY_FIGURE_INPUTS[w.figure][1],
+        data=lambda w: STUDY_FIGURE_INPUTS[w.figure][0],
+    output:
+        figure=f"{RESULTS}/figures/study/{{figure}}.png",
+    wildcard_constraints:
+        figure="|".join(STUDY_FIGURE_INPUTS) or "(?!)",  # none registered: matches nothing
+    log:
+        "logs/study_figure/{figure}.log",
+    benchmark:
+        "results/benchmarks/study_figure/{figure}.tsv"
+    shell:
+        "inductionlab study-figure --name {wildcards.figure} --settings {input.settings} "
+        "--out {output.figure} --inputs {input.data} > {log} 2>&1"
 
 
 rule models_figure:

@@ -34,6 +34,7 @@ import torch
 from ..core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
                             Ablation, head_name, check_fits, expand_entries)
 from ..core.model import NO_INTERVENTION, Intervention, ModelConfig
+from ..core.formats import NATS, SHARE_OF_ATTENTION, declare_table
 from .roles import control_column
 from .uncertainty import interval_columns
 
@@ -185,6 +186,17 @@ class AblatedModel:
 METRICS = ("loss_all", "loss_pred", "acc_pred", "suite_acc")
 PER_SEQUENCE = "_per_sequence"  # a measure's per-sequence losses, used for intervals, not kept
 SCORES = ("induction", "first_block", "prefix_matching")  # head scores reported per ablation
+LEAD = ["ablation", "kind", "layer", "head", "source_layer", "source_head", "queries_from",
+        "keys_from", "values_from", "status"]
+# ablations.csv: one row per ablation; its metrics and their change from the baseline (the
+# losses' with intervals), then per layer l the head scores' mean, max, chance and control
+# (<score>_mean_L<l>, ...) and every head's (<score>_L<l>H<h>).
+ABLATIONS = declare_table(
+    "ablations", ["variant", "seed", *LEAD, *METRICS, *(f"delta_{m}" for m in METRICS),
+                  *interval_columns("delta_loss_all"), *interval_columns("delta_loss_pred")],
+    keys=LEAD,
+    more=r"(%s)(_(mean|max|chance|control_mean|control_max)_L\d+|_L\d+H\d+)" % "|".join(SCORES),
+    units={r"(delta_)?loss_\w+": NATS, "(%s)_.*" % "|".join(SCORES): SHARE_OF_ATTENTION})
 
 
 def suite_accuracy(model, prompts: list[str], task) -> float:
@@ -276,9 +288,7 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
         rows.append(row)
     per_sequence = [row.pop(PER_SEQUENCE, None) for row in rows]
     frame = pd.DataFrame(rows)
-    lead = ["ablation", "kind", "layer", "head", "source_layer", "source_head", "queries_from",
-            "keys_from", "values_from", "status"]
-    frame = frame[lead + [c for c in frame.columns if c not in lead]]
+    frame = frame[LEAD + [c for c in frame.columns if c not in LEAD]]
     for c in ("layer", "head", "source_layer", "source_head"):
         frame[c] = frame[c].astype("Int64")
     base = frame.iloc[0]

@@ -41,9 +41,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "first_token", "previous_token",
-                    "local", "prefix_matching")
-from .roles import COPY_SEEKING, content_column, control_column  # noqa: F401  (column names)
+from .roles import (COPY_SEEKING, INDUCTION, LOCAL, PREFIX_MATCHING,  # noqa: F401  (names)
+                    PREVIOUS_TOKEN, ROLES_COLUMN, content_column, control_column)
+
+# every head score (the role scores' names are the roles', .roles)
+ATTENTION_SCORES = (INDUCTION, "nearest_copy", "first_block", "first_token", PREVIOUS_TOKEN,
+                    LOCAL, PREFIX_MATCHING)
+from .uncertainty import interval_columns
+from ..core.formats import SHARE_OF_ATTENTION, declare_table
 
 
 def mean_pattern(pattern: torch.Tensor) -> torch.Tensor:
@@ -282,6 +287,15 @@ def score_columns(name: str, intervals: bool, control: bool) -> list[str]:
         cols += list(interval_columns(content_column(name))) if intervals else []
     return cols
 
+
+# head_scores.csv (behaviour stage): every score with its interval, chance level, control
+# and content part, then the copying score; the stacked table adds each head's roles.
+HEAD_SCORES = declare_table(
+    "head_scores", ["variant", "seed", "layer", "head"]
+    + [c for name in ATTENTION_SCORES for c in score_columns(name, True, True)]
+    + ["copying", *interval_columns("copying")],
+    keys=["layer", "head"], more=ROLES_COLUMN,
+    units={"(%s)(_.*)?" % "|".join(ATTENTION_SCORES): SHARE_OF_ATTENTION})
 
 BOOTSTRAP_PURPOSE = "evaluation-sequences"
 

@@ -36,13 +36,21 @@ from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, dec
 from ..core.decoding import greedy_complete
 from ..core.seeding import generator
 from ..config import behaviour_settings_problems
+from ..core.formats import NATS, declare_table
 from .failure_modes import blocks_with_pattern, failure_modes
 from .measures import (Measure, completion_accuracy, immediate_repeats, in_prompt, mean_measure,
                        measure_table, rate_measure)
 from .period_test import period_measures, shared_prefix_fits, shared_prefix_measures
 
-# the schema's defaults, for settings files written before these keys existed
-
+# completions.csv: one row per prompt of the suite; behaviour.csv: one row per measure
+# (:func:`behaviour_results`), its 95 % interval beside it.
+COMPLETIONS = declare_table(
+    "completions", ["variant", "seed", "prompt", "in_distribution", "completion", "expected",
+                    "accuracy", "write_up_completion", "immediate_repeat_rate", "share_in_prompt"],
+    keys=["prompt", "in_distribution", "expected", "write_up_completion"])
+BEHAVIOUR = declare_table("behaviour", ["variant", "seed", "metric", "value", "low", "high"],
+                          keys=["metric"], long=True,
+                          units={r"loss_\w+|icl_score": NATS})
 
 # ---------------------------------------------------------------- prompts
 

@@ -30,6 +30,7 @@ import pandas as pd
 from .composition import (COMPOSITION_KINDS, composition_baseline, composition_reader,
                           composition_score, ov_matrix)
 from .eigen import _spectrum_order, eigen_positivity, eigenvalues_low_rank, imaginary_share
+from ..core.formats import declare_table
 from .matrices import _expand, _factor_pair, _matrix, _product
 
 
@@ -38,6 +39,9 @@ CIRCUIT_COLUMNS = ["variant", "seed", "circuit", "layer", "head",
 COMPOSITION_COLUMNS = ["variant", "seed", "kind", "layer", "head", "src_layer", "src_head",
                        "positivity_real", "positivity_imag", "score", "baseline",
                        "score_minus_baseline"]
+CIRCUITS = declare_table("circuits", CIRCUIT_COLUMNS, keys=["circuit", "layer", "head"])
+COMPOSITION = declare_table("composition", COMPOSITION_COLUMNS,
+                            keys=["kind", "layer", "head", "src_layer", "src_head"])
 
 
 # ------------------------------------------------------------ token-space circuits

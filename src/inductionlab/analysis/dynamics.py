@@ -67,6 +67,7 @@ import torch
 
 from .attention import ATTENTION_SCORES
 from .roles import content_column, control_column
+from ..core.formats import NATS, SHARE_OF_ATTENTION, declare_table
 from ..core.loading import load_checkpoint
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
@@ -74,6 +75,13 @@ PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "direction", "midpoint", 
                  "midpoint_high", "span", "span_low", "span_high", "r2", "start", "end", "drop",
                  "one_drop", "formed", "best_head", "final_content", "final_score",
                  "final_chance", "value", "low", "high", "note", "definition"]
+# dynamics.csv: one row per checkpoint and quantity (a head's score, a model's loss);
+# phase_change.csv: the fits (spans are factors in steps, midpoints steps: no unit).
+DYNAMICS = declare_table(
+    "dynamics", DYNAMICS_COLUMNS, keys=["step", "metric", "layer", "head", "position"], long=True,
+    units={r"loss_\w+|icl_score": NATS,
+           r"(best_)?(%s)(_\w+)?" % "|".join(ATTENTION_SCORES): SHARE_OF_ATTENTION})
+PHASE_CHANGE_TABLE = declare_table("phase_change", PHASE_COLUMNS, keys=["metric"])
 
 SCALAR_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")
 HEAD_SCORES = (ATTENTION_SCORES + tuple(control_column(name) for name in ATTENTION_SCORES)

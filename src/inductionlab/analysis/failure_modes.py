@@ -15,6 +15,16 @@ from ..core.seeding import generator
 from .uncertainty import binomial_interval, bootstrap_interval, interval_columns
 from ..core.decoding import greedy_complete
 from .measures import completion_accuracy
+from ..core.formats import declare_table
+
+# failure_modes.csv: one row per repetition pattern; the greedy columns name the prompt
+# length (behaviour.failure_prompt_len).
+FAILURE_MODES = declare_table(
+    "failure_modes", ["variant", "seed", "pattern", "n_distinct", "adjacent_repeats",
+                      "probability", "teacher_forced_acc", *interval_columns("teacher_forced_acc"),
+                      "error_mass", "error_share"],
+    keys=["pattern", "n_distinct", "adjacent_repeats"],
+    more=r"greedy_(acc|exact)_prompt\d+(_low|_high)?")
 
 
 

@@ -8,9 +8,12 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..core.formats import declare_table
+
 
 PCA_COLUMNS = ["variant", "seed", "step", "PC1", "PC2",
                "explained_variance_PC1", "explained_variance_PC2"]
+PER_TOKEN_LOSS_PCA = declare_table("per_token_loss_pca", PCA_COLUMNS, keys=["step"])
 
 
 def pca(matrix, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

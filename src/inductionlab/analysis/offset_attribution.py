@@ -38,14 +38,39 @@ import math
 import numpy as np
 import torch
 
+from ..core.formats import LOGITS, NATS, declare_table
+from .roles import ANTI_COPYING, COPYING, OV_ROLES, split_roles
 from .uncertainty import bootstrap_interval
 
 PROFILE_COLUMNS = ["variant", "seed", "component", "kind", "layer", "head", "role", "sample",
                    "source", "offset", "value", "low", "high", "n"]
 PROGRAM_COLUMNS = ["variant", "seed", "program", "algorithm", "sample", "metric", "value",
                    "low", "high", "scale", "definition"]
+# offset_profile.csv: the self-logit effect (logits) of each component on the letter k back
+# (a head path's role differs across seeds: the summary is per component name);
+# algorithm_fit.csv: how much of the model each program explains.
+OFFSET_PROFILE = declare_table("offset_profile", PROFILE_COLUMNS,
+                               keys=["component", "kind", "sample", "source", "offset"],
+                               units={"value|low|high": LOGITS})
+ALGORITHM_FIT = declare_table("algorithm_fit", PROGRAM_COLUMNS,
+                              keys=["program", "algorithm", "sample", "metric"], long=True,
+                              units={"kl": NATS})
 SAMPLES = ("task", "control")
 DIRECT = "direct"
+# the components' groups (offset_profile.csv's ``component`` beside the path names)
+ALL, HEADS, EMBEDDING, COMPOSED, ROLE_PREFIX = "all", "heads", "embedding", "composed", "role:"
+
+
+def layer_group(layer: int, part: str | None = None) -> str:
+    """``L1`` (the paths ending at a head of layer 1), ``L1:embedding``, ``L1:composed``."""
+    return f"L{layer}" + (f":{part}" if part else "")
+
+
+def role_group(*members: str) -> str:
+    """``role:copying`` (the paths ending at a copying head); ``role:anti_copying+direct``."""
+    return ROLE_PREFIX + "+".join(members)
+
+
 OFFSET_SOURCE = "offset"
 COPY_SOURCES = ("first_copy_of_next", "nearest_copy_of_next")
 BATCH = 64
@@ -147,18 +172,19 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
     ``role:anti_copying+direct`` (the write-up's "heads 1, 4 and the direct path"; only
     when some head is anti-copying). A group with no member has no rows."""
     heads = [n for n in names if n != DIRECT]
-    groups = {"all": list(names), "heads": heads}
+    groups = {ALL: list(names), HEADS: heads}
     layers = sorted({last_head(n)[0] for n in heads})
     for l in layers:
         mine = [n for n in heads if last_head(n)[0] == l]
-        groups[f"L{l}"] = mine
+        groups[layer_group(l)] = mine
         if l >= 1:
-            groups[f"L{l}:embedding"] = [n for n in mine if ">" not in n]
-            groups[f"L{l}:composed"] = [n for n in mine if ">" in n]
-    for role in ("copying", "anti_copying"):
-        groups[f"role:{role}"] = [n for n in heads if role in roles.get(last_head(n), "").split("+")]
-    if groups["role:anti_copying"]:  # the direct path alone is its own component
-        groups["role:anti_copying+direct"] = [DIRECT] * (DIRECT in names) + groups["role:anti_copying"]
+            groups[layer_group(l, EMBEDDING)] = [n for n in mine if ">" not in n]
+            groups[layer_group(l, COMPOSED)] = [n for n in mine if ">" in n]
+    for role in OV_ROLES:
+        groups[role_group(role)] = [n for n in heads if role in split_roles(roles.get(last_head(n)))]
+    if groups[role_group(ANTI_COPYING)]:  # the direct path alone is its own component
+        groups[role_group(ANTI_COPYING, DIRECT)] = ([DIRECT] * (DIRECT in names)
+                                                    + groups[role_group(ANTI_COPYING)])
     return groups
 
 
@@ -333,7 +359,7 @@ def roles_by_head(head_scores, margin: float) -> dict[tuple[int, int], str]:
     are left out."""
     from .roles import ov_roles
 
-    found = {(int(r["layer"]), int(r["head"])): ov_roles(r["copying"], margin)
+    found = {(int(r["layer"]), int(r["head"])): ov_roles(r[COPYING], margin)
              for r in head_scores.to_dict("records")}
     return {head: roles[0] for head, roles in found.items() if roles}
 
@@ -362,7 +388,7 @@ def offset_results(model, spec, behaviour_settings: dict, algorithms: dict, role
         rows += profile_rows(self_effects(model, tokens), tokens, sample, roles, seed)
     profile = pd.DataFrame(rows).assign(**ident)[PROFILE_COLUMNS]
 
-    total = profile[(profile["component"] == "all") & (profile["sample"] == "task")
+    total = profile[(profile["component"] == ALL) & (profile["sample"] == "task")
                     & (profile["source"] == OFFSET_SOURCE)].sort_values("offset")["value"]
     vocab, predictable = task.vocab_size, predictable_mask(task)
     model_logits = {s: model(t) for s, t in samples.items()}

@@ -17,13 +17,16 @@ same rule on aggregated tables.
 """
 from __future__ import annotations
 
-# Scores that give a head a role, in the order roles are listed.
-ROLE_SCORES = ("previous_token", "induction", "prefix_matching", "local")
+# Scores that give a head a role, in the order roles are listed; each is also the role.
+PREVIOUS_TOKEN, INDUCTION = "previous_token", "induction"
+PREFIX_MATCHING, LOCAL = "prefix_matching", "local"
+ROLE_SCORES = (PREVIOUS_TOKEN, INDUCTION, PREFIX_MATCHING, LOCAL)
 # Scores that look for a copy of a token: their role needs the content part too.
-COPY_SEEKING = ("induction", "nearest_copy", "first_block", "prefix_matching")
+COPY_SEEKING = (INDUCTION, "nearest_copy", "first_block", PREFIX_MATCHING)
 CONTROL, CONTENT = "control", "content"
 POSITIONAL = "positional"
-OV_ROLES = ("copying", "anti_copying")
+COPYING, ANTI_COPYING = "copying", "anti_copying"
+OV_ROLES = (COPYING, ANTI_COPYING)
 # The column of a head's roles ("+"-joined, in the order above) and its value for none.
 ROLES_COLUMN, NO_ROLE = "roles", "none"
 # The stacked tables the rule is applied to: the head scores (roles) and the phase change
@@ -44,6 +47,14 @@ def content_column(score: str) -> str:
 def positional_role(score: str) -> str:
     """The role of a head whose ``score`` passes the role rule by position alone."""
     return f"{POSITIONAL}_{score}"
+
+
+def role_names() -> tuple[str, ...]:
+    """Every role the rule can give, in the order a head's roles are listed: each role
+    score's (a copy-seeking one's positional form after it), then the OV roles."""
+    return tuple(r for name in ROLE_SCORES
+                 for r in ((name, positional_role(name)) if name in COPY_SEEKING else (name,))
+                 ) + OV_ROLES
 
 
 def content_passes(scores: dict, score: str, rules: dict) -> bool:
@@ -75,7 +86,7 @@ def head_roles(scores: dict, rules: dict) -> list[str]:
 
 def ov_roles(copying: float, margin: float) -> list[str]:
     """copying (copying score > +``margin``), anti_copying (< −``margin``), or none."""
-    return ["copying"] if copying > margin else ["anti_copying"] if copying < -margin else []
+    return [COPYING] if copying > margin else [ANTI_COPYING] if copying < -margin else []
 
 
 def joined(roles: list[str]) -> str:

@@ -15,6 +15,7 @@ from .. import atomic
 from .data import sample_sequences, validation_set
 from .loading import MODEL_FILE, checkpoint_name, non_finite, save_model
 from .metrics import evaluate
+from .formats import NATS, declare_table
 from .model import build_model, choose_attention
 from .seeding import generator
 from .compile_policy import compile_lock, loss_function, should_compile
@@ -60,6 +61,12 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
     return str(device)
+
+
+TRAIN_LOG = declare_table(
+    "train_log", ["variant", "seed", "step", "train_loss", "val_loss_all", "val_loss_pred",
+                  "val_acc_pred", "elapsed_s", "device", "torch"],
+    keys=["step"], more=r"val_loss_pos\d+", units={r"(train|val)_loss\w*": NATS})
 
 
 def _log_row(spec: Spec, step: int, train_loss: float, metrics: dict, elapsed: float,

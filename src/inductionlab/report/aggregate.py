@@ -2,9 +2,9 @@
 
 A per-model table has the columns ``variant`` and ``seed``, key columns that
 identify a row within a model (``circuit``, ``layer``, ``head``, ``pattern``,
-``step``, ...) and value columns (floats). Keys are declared in :data:`TABLE_KEYS`
-for the project's tables; for any other table every string, boolean and integer
-column is a key. Columns that are neither keys nor floats (e.g. the roles of a head,
+``step``, ...) and value columns (floats). Keys are declared with each table's format
+(:mod:`inductionlab.core.formats`, by the module that writes it); for any other table
+every string, boolean and integer column is a key. Columns that are neither keys nor floats (e.g. the roles of a head,
 which may differ between seeds) stay in the long table and are left out of the
 summary. The head-role rule is applied here, to the stacked head scores and phase
 change (:data:`~inductionlab.analysis.roles.RULED_TABLES`). The long table stacks every model's rows; the summary has one row per
@@ -17,34 +17,18 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import write_csv
+from .known_tables import ID_COLUMNS, table_format
 
-ID_COLUMNS = ("variant", "seed")
 STATS = ("n", "mean", "std", "min", "max")
 
 
-TABLE_KEYS = {
-    "train_log": ["step"],
-    "circuits": ["circuit", "layer", "head"],
-    "composition": ["kind", "layer", "head", "src_layer", "src_head"],
-    "head_scores": ["layer", "head"],
-    "behaviour": ["metric"],
-    "completions": ["prompt", "in_distribution", "expected", "write_up_completion"],
-    "failure_modes": ["pattern", "n_distinct", "adjacent_repeats"],
-    "ablations": ["ablation", "kind", "layer", "head", "source_layer", "source_head",
-                  "queries_from", "keys_from", "values_from", "status"],
-    "dynamics": ["step", "metric", "layer", "head", "position"],
-    # step is an integer or a word ("never", "none formed"): kept in the long table only
-    "phase_change": ["metric"],
-    # a head path's role differs across seeds: the summary is per component name
-    "offset_profile": ["component", "kind", "sample", "source", "offset"],
-    "algorithm_fit": ["program", "algorithm", "sample", "metric"],
-}
-
-
 def key_columns(frame: pd.DataFrame, name: str | None = None) -> list[str]:
-    """The columns that identify a row within one model's table ``name``."""
-    if name in TABLE_KEYS:
-        return [c for c in TABLE_KEYS[name] if c in frame.columns]
+    """The columns that identify a row within one model's table ``name``: its declared
+    keys (:mod:`inductionlab.core.formats`); for a table nobody declared, every column
+    that is not a float."""
+    fmt = table_format(name) if name else None
+    if fmt is not None:
+        return [c for c in fmt.keys if c in frame.columns]
     return [c for c in frame.columns
             if c not in ID_COLUMNS and not pd.api.types.is_float_dtype(frame[c])]
 
@@ -85,11 +69,12 @@ def summarise(long: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
             .agg(n="count", mean="mean", std="std", min="min", max="max").reset_index())
 
 
-def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
-    """A per-model table, refused if it was cut short.
+def read_complete(path, final_step: int | None = None, name: str | None = None) -> pd.DataFrame:
+    """A per-model table, refused if it was cut short or lacks a key column.
 
     Every table the project writes ends with a newline; a truncated one almost never
-    does. ``final_step``: the table is a log whose last row must be this step.
+    does. ``final_step``: the table is a log whose last row must be this step. ``name``:
+    the table's name; a declared table must hold the key columns of its format.
     """
     from ..core.loading import MODEL_FILE, BadInput, check_file, read_table, retrain
 
@@ -97,7 +82,10 @@ def read_complete(path, final_step: int | None = None) -> pd.DataFrame:
         f.seek(-1, 2)
         if f.read(1) != b"\n":
             raise BadInput(path, "is truncated (its last line is cut short)")
-    frame = read_table(path, ID_COLUMNS + (("step",) if final_step is not None else ()))
+    fmt = table_format(name) if name else None
+    required = ID_COLUMNS + (("step",) if final_step is not None else ())
+    frame = read_table(path, required + (fmt.keys if fmt else ()),
+                       kind=f"a per-model {name} table" if fmt else None)
     if final_step is not None:
         last = frame["step"].iloc[-1] if len(frame) else None
         if last != final_step or frame.iloc[-1].isna().any():
@@ -152,7 +140,7 @@ def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None =
 
     if name in RULED_TABLES and roles is None:
         raise ValueError(f"the {name} table needs the head-role rule (--roles)")
-    frames = [read_complete(path, final_step) for path in inputs]
+    frames = [read_complete(path, final_step, name) for path in inputs]
     if name in PER_HEAD_TABLES:
         for path, frame in zip(inputs, frames):
             check_every_head(path, frame)

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..analysis.offset_attribution import (ALL, COMPOSED, DIRECT, EMBEDDING, layer_group,
+                                           role_group)
+from ..analysis.roles import ANTI_COPYING, COPYING
 from .labels import minus_signs
 
 SHARE = 0.25
-_DEEP = ("direct", "L0", "L1:embedding", "L1:composed")
-_SHALLOW = ("direct", "role:copying", "role:anti_copying")
-_NAMES = {"direct": "the direct path", "L0": "the first layer's heads",
-          "L1:embedding": "the second layer's heads from the embedding",
-          "L1:composed": "the second layer's heads reading the first layer's output",
-          "role:copying": "the copying heads", "role:anti_copying": "the anti-copying heads"}
+_DEEP = (DIRECT, layer_group(0), layer_group(1, EMBEDDING), layer_group(1, COMPOSED))
+_SHALLOW = (DIRECT, role_group(COPYING), role_group(ANTI_COPYING))
+_NAMES = {DIRECT: "the direct path", layer_group(0): "the first layer's heads",
+          layer_group(1, EMBEDDING): "the second layer's heads from the embedding",
+          layer_group(1, COMPOSED): "the second layer's heads reading the first layer's output",
+          role_group(COPYING): "the copying heads", role_group(ANTI_COPYING): "the anti-copying heads"}
 
 
 def _ranges(offsets: list[int]) -> str:
@@ -60,7 +63,7 @@ def _offsets(profile: pd.DataFrame, component: str) -> pd.DataFrame:
 
 def offset_sets(profile: pd.DataFrame) -> dict[str, list[int]]:
     """The offsets the whole model copies and suppresses in every seed (see the module)."""
-    rows = _offsets(profile, "all")
+    rows = _offsets(profile, ALL)
     by = rows.groupby("offset")
     mean = by["value"].mean()
     above, below = by["low"].min() > 0, by["high"].max() < 0
@@ -75,7 +78,7 @@ def offset_sets(profile: pd.DataFrame) -> dict[str, list[int]]:
 def carrier(profile: pd.DataFrame, offsets: list[int], sign: float) -> str | None:
     """The part of the model (see the module) with the largest mean effect of ``sign`` over
     ``offsets`` and seeds."""
-    parts = _DEEP if (profile["component"] == "L1:composed").any() else _SHALLOW
+    parts = _DEEP if (profile["component"] == layer_group(1, COMPOSED)).any() else _SHALLOW
     best, size = None, 0.0
     for part in parts:
         rows = _offsets(profile, part)

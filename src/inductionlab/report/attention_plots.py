@@ -14,6 +14,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..analysis.roles import INDUCTION, NO_ROLE, PREVIOUS_TOKEN, split_roles
 from .labels import ROLE_ABBREVIATIONS
 # plots selects the Agg backend and holds the shared style and size rules
 from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
@@ -195,16 +196,16 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
 
 # ---------------------------------------------------------------- across seeds
 
-SCORE_ABBREVIATIONS = {"induction": "ind", "previous_token": "prev"}
 # a panel is too narrow for a role's display form: its abbreviation, kept with the display
-# forms in labels.py (ROLE_ABBREVIATIONS)
+# forms in labels.py; the scores that order heads are named as their roles
+SCORE_ABBREVIATIONS = {score: ROLE_ABBREVIATIONS[score] for score in (INDUCTION, PREVIOUS_TOKEN)}
 
 
 def ordering_score(layer: int, n_layers: int, smear_layers=()) -> str:
     """The score that orders a layer's heads: ``induction`` where the layer can form an
     induction head (layer ≥ 1, or keys smeared in that layer), else ``previous_token``
     (layer 0 of a model without smeared keys: at best a previous-token layer)."""
-    return "induction" if layer >= 1 or layer in set(smear_layers) else "previous_token"
+    return INDUCTION if layer >= 1 or layer in set(smear_layers) else PREVIOUS_TOKEN
 
 
 ORDERING_RULE = ("within each layer heads ordered by score, highest first: induction (ind) in "
@@ -249,8 +250,7 @@ def panel_title(row: int | str, layer: int, head: int, name: str, score: float, 
     prefix = f"s{row}" if isinstance(row, int) else row
     pieces = [(f"{prefix} L{layer}H{head}".strip(), ""),
               (f"{SCORE_ABBREVIATIONS[name]} {score:.2f}", " · ")]
-    roles = [ROLE_ABBREVIATIONS.get(r, r) for r in str(roles if isinstance(roles, str) else "none")
-             .split("+")]
+    roles = [ROLE_ABBREVIATIONS.get(r, r) for r in split_roles(roles) or [NO_ROLE]]
     first = _pack(pieces, width_chars)
     return first + "\n" + _pack([(roles[0], "")] + [(r, "+") for r in roles[1:]], width_chars)
 

@@ -1,10 +1,17 @@
-"""The claims file (workflow/claims.yaml) read and checked: every claim names its model (its
-role), a metric, a comparison and a threshold, a source (the write-up's text quoted, or a
-statement), and optionally a group, further conditions (``also``) and a unit."""
+"""The claims files read and checked: every claim names its model (its role), a metric, a
+comparison and a threshold, a source (the write-up's text quoted, or a statement), and
+optionally a group, further conditions (``also``) and a unit. Every table a metric reads,
+and every column of it a metric names, is one a stage declares
+(:mod:`inductionlab.core.formats`).
+
+workflow/claims.yaml holds the groups, the file-level settings and the write-up's claims;
+an experiment may bring a claims file of its own (``claims:`` only), whose claims use the
+same groups."""
 from __future__ import annotations
 
 from .claim_metrics import COMPARISONS, ROLE, ClaimError
 from .claim_words import UNITS
+from .known_tables import ID_COLUMNS, known_format
 
 DEFAULT_AT_CHANCE_WITHIN = 0.05
 
@@ -31,11 +38,43 @@ def _claims_document(path) -> dict:
     return data
 
 
-def load_claims(path) -> list[dict]:
+def metric_tables(spec) -> list[dict]:
+    """Every {table, ...} metric spec inside ``spec`` (a claim, a metric, a list of them)."""
+    if isinstance(spec, list):
+        return [t for item in spec for t in metric_tables(item)]
+    if not isinstance(spec, dict):
+        return []
+    own = [spec] if "table" in spec else []
+    return own + [t for key, value in spec.items() if key not in ("where", "require")
+                  for t in metric_tables(value)]
+
+
+def check_columns(path, claim: dict) -> None:
+    """Each table a metric of ``claim`` reads is declared, and each column it names (the
+    value, the ``where`` and ``require`` columns, the ``key``) is one of its format's."""
+    for spec in metric_tables(claim):
+        try:
+            fmt = known_format(spec["table"], f"{path}: claim {claim['id']}")
+        except ValueError as err:
+            raise ClaimError(str(err)) from None
+        named = [spec.get("column"), spec.get("key"), *(spec.get("where") or {}),
+                 *(spec.get("require") or {})]
+        unknown = [c for c in named if c is not None and c not in ID_COLUMNS and not fmt.has(c)]
+        if unknown:
+            raise ClaimError(f"{path}: claim {claim['id']}: table {fmt.name!r} has no column(s) "
+                             f"{unknown}")
+
+
+def load_claims(path, more=()) -> list[dict]:
+    """The claims of ``path`` (workflow/claims.yaml), then those of each further claims file
+    in ``more``, checked."""
     data = _claims_document(path)
-    claims, groups = data["claims"], data.get("groups", {})
+    groups = data.get("groups", {})
+    claims = [(path, c) for c in data["claims"]]
+    for extra in more:
+        claims += [(extra, c) for c in _claims_document(extra)["claims"]]
     seen = set()
-    for k, claim in enumerate(claims):
+    for k, (path, claim) in enumerate(claims):
         for key in ("id", "variant", "metric", "compare", "threshold"):
             if key not in claim:
                 raise ClaimError(f"{path}: claim {k} ({claim.get('id', '?')}) lacks {key!r}")
@@ -69,7 +108,8 @@ def load_claims(path) -> list[dict]:
         if claim["id"] in seen:
             raise ClaimError(f"{path}: claim id {claim['id']!r} appears twice")
         seen.add(claim["id"])
-    return claims
+        check_columns(path, claim)
+    return [claim for _, claim in claims]
 
 
 def load_settings(claims_yaml) -> dict:

@@ -14,11 +14,12 @@ positivities, ratios and counts have none.
 from __future__ import annotations
 
 import math
-import re
 
 import pandas as pd
 
 from .claim_metrics import COUNTS, FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE, Estimate
+from ..core.formats import LOGITS, NATS, SHARE_OF_ATTENTION
+from .known_tables import table_format
 from .numbers import _minus, bound_text, format_value
 
 MARKS = {HOLDS: "✓", FAILS: "✗", TOO_CLOSE: "?", NOT_MEASURED: "–"}
@@ -27,34 +28,23 @@ INFINITY_NOTE = {"ratio": "∞: division by zero", "chance_excess_ratio": "∞: 
 SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}
 
 # the unit of a claim's quantity -> how the summary over seeds names it
-UNITS = {"nats": "in nats", "logits": "in logits", "share of attention": "as a share of attention"}
-# attention scores (head_scores columns, and their per-layer forms in the ablations table)
-ATTENTION_SCORES = ("induction", "nearest_copy", "first_block", "first_token", "previous_token",
-                    "local", "prefix_matching")
-_ATTENTION = re.compile(r"^(%s)(_(control|content|low|high|content_low|content_high))?"
-                        r"(_(mean|max|chance)_L\d+)?$" % "|".join(ATTENTION_SCORES))
-_NATS = re.compile(r"^(val_)?(delta_)?loss(_|$)|^icl_score$")
+UNITS = {NATS: "in nats", LOGITS: "in logits", SHARE_OF_ATTENTION: "as a share of attention"}
 UNITLESS = {"ratio", "chance_excess_ratio", "profile_overlap", "best_composition",
             "composition_margin"}
 
 
 def quantity_unit(table: str, column: str, where: dict | None = None) -> str | None:
-    """The unit of ``column`` of ``table`` (a key of :data:`UNITS`), None for a quantity
-    without one (a share, an accuracy, a positivity, a z-score). In a long table (a
-    ``value`` column) the ``metric`` of ``where`` names the quantity."""
-    if table == "phase_change":  # spans (a factor in steps), |ln| ratios, R²: no unit
+    """The unit of ``column`` of ``table`` (a key of :data:`UNITS`) as the table's format
+    declares it, None for a quantity without one (a share, an accuracy, a positivity, a
+    z-score, a span). In a long table (a ``value`` column) the ``metric`` of ``where``
+    names the quantity."""
+    fmt = table_format(table)
+    if fmt is None:
         return None
     metric = (where or {}).get("metric")
-    if column in ("value", "mean") and isinstance(metric, str):
+    if fmt.long and column in ("value", "mean") and isinstance(metric, str):
         column = metric
-    if table == "offset_profile":
-        return "logits"
-    if _NATS.search(str(column)):
-        return "nats"
-    if _ATTENTION.match(str(column)) or (table == "positional_shortcut_offsets"
-                                         and column == "attention"):
-        return "share of attention"
-    return None
+    return fmt.unit(str(column))
 
 
 def metric_unit(spec: dict) -> str | None:

@@ -248,7 +248,8 @@ def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFr
 
 def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None,
                families: dict | None = None, comparison_csv=None) -> None:
-    """Evaluate claims.yaml on the aggregated per-seed tables (named by file stem), for
+    """Evaluate claims.yaml (``claims_yaml``: its path, or a list of it and any experiment's
+    claims files) on the aggregated per-seed tables (named by file stem), for
     the write-up's family and every other family in ``families`` (name -> {title,
     models: role -> model}); ``comparison_csv``: their outcomes side by side.
 
@@ -258,8 +259,9 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
     from ..atomic import write_csv
     from ..core.loading import read_table
 
-    claims = load_claims(claims_yaml)
-    settings = load_settings(claims_yaml)
+    main, *more = [claims_yaml] if isinstance(claims_yaml, (str, Path)) else list(claims_yaml)
+    claims = load_claims(main, more)
+    settings = load_settings(main)
     families = {WRITE_UP: {"title": WRITE_UP_TITLE, "models": None},
                 **{k: v for k, v in (families or {}).items() if k != WRITE_UP}}
     tables = Tables({Path(p).stem: read_table(p) for p in table_paths}, roles)

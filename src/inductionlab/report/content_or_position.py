@@ -23,17 +23,18 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..analysis.roles import POSITIONAL, content_column, control_column, positional_role
+from ..analysis.roles import (INDUCTION, POSITIONAL, ROLES_COLUMN, content_column,
+                              control_column, positional_role, split_roles)
 
 CONTENT, POSITION, NONE = "content", "position", "none"
 _PERIOD = re.compile(r"^period(\d+)_acc$")
 
 
 def _reading(roles: str) -> str:
-    found = set(str(roles).split("+"))
-    if "induction" in found:
+    found = set(split_roles(roles))
+    if INDUCTION in found:
         return CONTENT
-    return POSITION if positional_role("induction") in found else NONE
+    return POSITION if positional_role(INDUCTION) in found else NONE
 
 
 def best_heads(head_scores: pd.DataFrame) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def best_heads(head_scores: pd.DataFrame) -> pd.DataFrame:
                      "chance": float(best["induction_chance"]),
                      "control": float(best[control_column("induction")]),
                      "content": float(best[content_column("induction")]),
-                     "reading": _reading(best.get("roles", ""))})
+                     "reading": _reading(best.get(ROLES_COLUMN, ""))})
     return pd.DataFrame(rows)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..analysis.dynamics import read_phase_change
+from ..analysis.roles import ROLES_COLUMN
 from ..core.data import TaskConfig, loss_floor
 from ..core.loading import open_npz, read_json, read_table
 from ..core.seeding import first_seed
@@ -22,29 +23,20 @@ from .ablation_plots import ablated_patterns, ablation_bars
 from .circuit_plots import composition_figure, spectra_figure
 from .dynamics_plots import dynamics_bands, training_curves
 from .failure_plots import failure_chart
+from .known_tables import ID_COLUMNS, known_format
 from .plots import save
 
 
-# The stacked table each figure reads (results/tables/<name>.csv) and the columns it needs.
-TABLE_COLUMNS = {
-    "train_log": ["step", "val_loss_all"],
-    "composition": ["kind", "layer", "src_layer"],
-    "failure_modes": ["pattern"],
-    "ablations": ["ablation", "kind"],
-    "dynamics": ["step", "metric", "value"],
-    "offset_profile": ["offset", "kind", "sample"],
-    "head_scores": ["layer", "head", "roles"],
-}
+def _table(path, table: str, *needed: str):
+    """The stacked ``table`` of every model, checked to hold the key columns of its format
+    and the columns ``needed`` (each one the format declares)."""
+    fmt = known_format(table, "a figure")
+    columns = [*ID_COLUMNS, *fmt.keys, *fmt.require(*needed)]
+    return read_table(path, columns, kind=f"the stacked {table} table (results/tables/{table}.csv)")
 
 
-def _table(path, table: str):
-    """The stacked ``table`` of every model, its columns checked."""
-    return read_table(path, ["variant", "seed", *TABLE_COLUMNS[table]],
-                      kind=f"the stacked {table} table (results/tables/{table}.csv)")
-
-
-def _rows(path, model: str, table: str):
-    frame = _table(path, table)
+def _rows(path, model: str, table: str, *needed: str):
+    frame = _table(path, table, *needed)
     return frame[frame["variant"] == model]
 
 
@@ -69,23 +61,23 @@ def _ablated_attention(inputs, model, settings):
 
 def _phase_change(inputs, model, settings):
     phase = read_phase_change(inputs[1])
-    return phase_change_figure(_rows(inputs[0], model, "dynamics"), phase[phase["variant"] == model], model)
+    return phase_change_figure(_rows(inputs[0], model, "dynamics", "value"), phase[phase["variant"] == model], model)
 
 
 FIGURES = {
     "training": lambda inputs, model, settings: training_curves(
-        _rows(inputs[0], model, "train_log"), model, _floor(settings)),
+        _rows(inputs[0], model, "train_log", "val_loss_all"), model, _floor(settings)),
     "spectra": _spectra,
     "composition": _composition,
     "failure_modes": lambda inputs, model, settings: failure_chart(_rows(inputs[0], model, "failure_modes"), model),
     "ablations": lambda inputs, model, settings: ablation_bars(_rows(inputs[0], model, "ablations"), model),
     "ablated_attention": _ablated_attention,
-    "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model, "dynamics"), model),
+    "dynamics": lambda inputs, model, settings: dynamics_bands(_rows(inputs[0], model, "dynamics", "value"), model),
     "phase_change": _phase_change,
     "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
     "offset_profile": lambda inputs, model, settings: offset_profile_figure(
         with_head_roles(_rows(inputs[0], model, "offset_profile"),
-                        _rows(inputs[1], model, "head_scores")), model),
+                        _rows(inputs[1], model, "head_scores", ROLES_COLUMN)), model),
 }
 
 
@@ -97,9 +89,9 @@ def _floor(settings) -> float:
 
 MODELS_FIGURES = {
     "training": lambda inputs, models, settings: training_models(
-        _table(inputs[0], "train_log"), models, _floor(settings)),
+        _table(inputs[0], "train_log", "val_loss_all"), models, _floor(settings)),
     "phase_change": lambda inputs, models, settings: phase_change_models(
-        _table(inputs[0], "dynamics"), read_phase_change(inputs[1]), models),
+        _table(inputs[0], "dynamics", "value"), read_phase_change(inputs[1]), models),
     "offset_profile": lambda inputs, models, settings: offsets_models(
         _table(inputs[0], "offset_profile"), models),
     "attention": lambda inputs, models, settings: attention_models_from_files(models, inputs),

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import re
 
+from ..analysis.roles import (ANTI_COPYING, COPYING, INDUCTION, LOCAL, NO_ROLE, PREFIX_MATCHING,
+                              PREVIOUS_TOKEN, positional_role, split_roles)
+
 LABELS = {
     "variant": "model",
     # task metrics
@@ -135,21 +138,21 @@ def minus_signs(text) -> str:
 
 # head roles (inductionlab.analysis.roles) -> their one display form
 ROLE_LABELS = {
-    "previous_token": "previous token",
-    "induction": "induction",
-    "prefix_matching": "prefix matching",
-    "positional_induction": "positional induction",
-    "positional_prefix_matching": "positional prefix matching",
-    "local": "local",
-    "copying": "copying",
-    "anti_copying": "anti-copying",
-    "none": "no role",
+    PREVIOUS_TOKEN: "previous token",
+    INDUCTION: "induction",
+    PREFIX_MATCHING: "prefix matching",
+    positional_role(INDUCTION): "positional induction",
+    positional_role(PREFIX_MATCHING): "positional prefix matching",
+    LOCAL: "local",
+    COPYING: "copying",
+    ANTI_COPYING: "anti-copying",
+    NO_ROLE: "no role",
 }
 # the same, abbreviated, where a figure panel has no room for it (explained beside it)
 ROLE_ABBREVIATIONS = {
-    "previous_token": "prev", "induction": "ind", "prefix_matching": "prefix",
-    "positional_induction": "pos-ind", "positional_prefix_matching": "pos-prefix",
-    "local": "local", "copying": "copy", "anti_copying": "anti-copy", "none": "no role",
+    PREVIOUS_TOKEN: "prev", INDUCTION: "ind", PREFIX_MATCHING: "prefix",
+    positional_role(INDUCTION): "pos-ind", positional_role(PREFIX_MATCHING): "pos-prefix",
+    LOCAL: "local", COPYING: "copy", ANTI_COPYING: "anti-copy", NO_ROLE: "no role",
 }
 
 
@@ -160,18 +163,16 @@ def role_label(role) -> str:
     role = str(role)
     if role in ROLE_LABELS:
         return ROLE_LABELS[role]
-    if role.startswith("positional_"):
-        return "positional " + role_label(role[len("positional_"):])
+    if role.startswith(positional_role("")):
+        return "positional " + role_label(role[len(positional_role("")):])
     return role.replace("_", " ")
 
 
 def roles_label(cell, joiner: str = " + ") -> str:
     """A ``roles`` cell (roles joined with "+"; empty, NaN or "none": no role) in words:
     "induction+prefix_matching+copying" -> "induction + prefix matching + copying"."""
-    if cell is None or (isinstance(cell, float) and cell != cell):
-        return ROLE_LABELS["none"]
-    parts = [r for r in str(cell).split("+") if r.strip()]
-    return joiner.join(role_label(r.strip()) for r in parts) if parts else ROLE_LABELS["none"]
+    parts = split_roles(cell)
+    return joiner.join(role_label(r.strip()) for r in parts) if parts else ROLE_LABELS[NO_ROLE]
 
 
 def value_label(column: str, value) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.dynamics import BEST_INDUCTION_CONTENT, metric_curve
+from ..analysis.offset_attribution import ALL
 from .plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, _band, _log_steps, loss_limits,
                     step_limits, wrap)
 
@@ -116,7 +117,7 @@ def phase_change_models(dynamics: pd.DataFrame, phase: pd.DataFrame, models: lis
     return fig
 
 
-def offsets_models(profile: pd.DataFrame, models: list[str], component: str = "all",
+def offsets_models(profile: pd.DataFrame, models: list[str], component: str = ALL,
                    samples: tuple[str, ...] = ("task", "control")):
     """The whole model's offset profile (component ``all``: its effect on the logit of the
     letter k back), one colour per model, one panel per sample (the task's sequences, and

@@ -19,7 +19,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..analysis.roles import split_roles
+from ..analysis.offset_attribution import (ALL, COMPOSED, DIRECT, EMBEDDING, HEADS,
+                                           ROLE_PREFIX, layer_group, role_group)
+from ..analysis.roles import (ANTI_COPYING, COPY_SEEKING, COPYING, OV_ROLES, ROLE_SCORES,
+                              role_names, split_roles)
 from ..core.seeding import first_seed
 from .labels import role_label
 from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, plt, wrap
@@ -28,11 +31,12 @@ OFFSET_CMAP = "RdBu_r"
 VALUE_LABEL = "self-logit effect (logits)"
 OFFSET_LABEL = "offset k (query − source)"
 MAX_PATH_ROWS = 24  # path rows of a heatmap; more (deep models): the largest max |value|
-DIRECT = "direct"
-# roles of a head, most telling first: a row label names the first the head has, in its
-# one display form (labels.role_label)
-ROLE_ORDER = ("induction", "positional_induction", "prefix_matching", "positional_prefix_matching",
-              "previous_token", "local", "anti_copying", "copying")
+# roles of a head, most telling first: the copy-seeking roles (each before its positional
+# form), the other attention roles, then anti-copying and copying; a row label names the
+# first the head has, in its one display form (labels.role_label)
+_OTHER_ROLES = tuple(s for s in ROLE_SCORES if s not in COPY_SEEKING)  # previous token, local
+ROLE_ORDER = (tuple(r for r in role_names() if r not in _OTHER_ROLES + OV_ROLES)
+              + _OTHER_ROLES + (ANTI_COPYING, COPYING))
 # inches: per heatmap row; around the heatmaps (titles, x ticks and label); the group
 # panels with their legends; the figure title
 ROW_IN = 0.16
@@ -69,7 +73,7 @@ def role_word(role) -> str:
 def copy_rank(role) -> int:
     """0 for a copying head, 1 for an anti-copying head, 2 for any other."""
     roles = split_roles(role)
-    return 0 if "copying" in roles else 1 if "anti_copying" in roles else 2
+    return 0 if COPYING in roles else 1 if ANTI_COPYING in roles else 2
 
 
 def path_heads(component: str) -> list[tuple[int, int]]:
@@ -136,12 +140,12 @@ def _grid(rows: pd.DataFrame, components: list[str], T: int) -> np.ndarray:
 # ------------------------------------------------------------------ the group sums
 
 def _group_words(name: str) -> str:
-    if name == "all":
+    if name == ALL:
         return "all terms"
-    if name == "heads":
+    if name == HEADS:
         return "all heads"
-    if name.startswith("role:"):
-        roles = name[5:].split("+")
+    if name.startswith(ROLE_PREFIX):
+        roles = name[len(ROLE_PREFIX):].split("+")
         words = f"{roles[0].replace('_', '-')} heads"
         return words + "".join(f" + {r} path" if r == DIRECT else f" + {r.replace('_', '-')} heads"
                                for r in roles[1:])
@@ -164,17 +168,17 @@ def derived_groups(paths: pd.DataFrame) -> pd.DataFrame:
     heads = paths[paths["component"] != DIRECT].copy()
     heads["_layer"] = [path_heads(c)[-1][0] if path_heads(c) else -1 for c in heads["component"]]
     heads["_hops"] = [len(path_heads(c)) for c in heads["component"]]
-    parts = [("all", paths)]
+    parts = [(ALL, paths)]
     for l in sorted(heads["_layer"].unique()):
         if l < 0:
             continue
         layer = heads[heads["_layer"] == l]
-        parts.append((f"L{l}", layer))
+        parts.append((layer_group(l), layer))
         if l >= 1:
-            parts.append((f"L{l}:embedding", layer[layer["_hops"] == 1]))
-            parts.append((f"L{l}:composed", layer[layer["_hops"] > 1]))
-    for role in ("copying", "anti_copying"):
-        parts.append((f"role:{role}", heads[[role in split_roles(r) for r in heads["role"]]]))
+            parts.append((layer_group(l, EMBEDDING), layer[layer["_hops"] == 1]))
+            parts.append((layer_group(l, COMPOSED), layer[layer["_hops"] > 1]))
+    for role in OV_ROLES:
+        parts.append((role_group(role), heads[[role in split_roles(r) for r in heads["role"]]]))
     out = [part.groupby(keys, as_index=False)["value"].sum().assign(component=name)
            for name, part in parts if len(part)]
     if not out:
@@ -191,9 +195,9 @@ def group_panels(groups: list[str]) -> list[tuple[str, list[str]]]:
     layers = sorted((g for g in present if re.fullmatch(r"L\d+", g)), key=layer_of)
     splits = sorted((g for g in present if re.fullmatch(r"L\d+:(embedding|composed)", g)),
                     key=lambda g: (layer_of(g), not g.endswith("embedding")))
-    roles = [g for g in ("role:copying", "role:anti_copying") if g in present]
-    roles += sorted(g for g in present if g.startswith("role:") and g not in roles)
-    panels = [("by layer of the last head", (["all"] if "all" in present else []) + layers),
+    roles = [g for g in map(role_group, OV_ROLES) if g in present]
+    roles += sorted(g for g in present if g.startswith(ROLE_PREFIX) and g not in roles)
+    panels = [("by layer of the last head", ([ALL] if ALL in present else []) + layers),
               ("embedding vs composed terms", splits),
               ("by OV role of the last head", roles)]
     return [(title, names) for title, names in panels if names]
@@ -201,12 +205,13 @@ def group_panels(groups: list[str]) -> list[tuple[str, list[str]]]:
 
 LAYER_COLOURS = ("tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
 # the heatmap's signs; the write-up's group "anti-copying heads + direct path" dashed
-ROLE_STYLES = {"role:copying": {"color": "tab:red"}, "role:anti_copying": {"color": "tab:blue"},
-               "role:anti_copying+direct": {"color": "tab:blue", "ls": "--"}}
+ROLE_STYLES = {role_group(COPYING): {"color": "tab:red"},
+               role_group(ANTI_COPYING): {"color": "tab:blue"},
+               role_group(ANTI_COPYING, DIRECT): {"color": "tab:blue", "ls": "--"}}
 
 
 def _group_style(name: str) -> dict:
-    if name == "all":
+    if name == ALL:
         return {"color": "black"}
     m = re.fullmatch(r"L(\d+)(?::(embedding|composed))?", name)
     if m:

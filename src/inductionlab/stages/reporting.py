@@ -78,6 +78,17 @@ def models_figure(name, models, settings, out, inputs):
     write_models_figure(name, [m for m in models.split(",") if m], settings, out, inputs)
 
 
+@command("study-figure", "a figure of a study's models, registered by an experiment",
+         name=text("the figure (inductionlab.report.study_figures.STUDY_FIGURES)", required=True),
+         settings=path("the settings JSON the figure reads (for the task)"),
+         out=path("the PNG to write"),
+         inputs=paths("the figure's inputs, in the order its rules list them"))
+def study_figure(name, settings, out, inputs):
+    from ..report.study_figures import write_study_figure
+
+    write_study_figure(name, settings, out, inputs)
+
+
 @command("aggregate", "stack per-model tables; mean, std, min, max across seeds",
          name=text("table name (selects its key columns)", required=True),
          long=path("the stacked table to write"), summary=path("the summary table to write"),
@@ -102,7 +113,9 @@ def aggregate(name, long, summary, inputs, final_step=0, roles=None):
 
 
 @command("claims", "evaluate the write-up's claims on every seed",
-         claims_yaml=path("the claim set"), claims=path("output: one row per claim and seed"),
+         claims_yaml=paths("the claim set (workflow/claims.yaml), then any experiment's "
+                           "claims files"),
+         claims=path("output: one row per claim and seed"),
          scorecard=path("output: one row per claim"), tables=paths("aggregated per-seed tables"),
          roles=path("the head-role rule (results/settings/roles.json)"),
          families=optional_path("JSON of further model families: name -> {title, models: "

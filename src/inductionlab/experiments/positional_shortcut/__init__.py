@@ -1,4 +1,6 @@
 """Positional shortcut: can one layer solve the task with a learned positional table?
-(:mod:`.analysis`; figures :mod:`.plots`; commands :mod:`.commands`; settings
-:mod:`.settings`; rules ``rules.smk``.)"""
-from . import commands  # noqa: F401 - registers the commands, the settings check and file
+(:mod:`.analysis`; tables :mod:`.tables`; figures :mod:`.figures`, drawn by :mod:`.plots`;
+command :mod:`.commands`; settings :mod:`.settings`; claims ``claims.yaml``; rules
+``rules.smk``.)"""
+# registers the command, the settings check and file, the figures; declares the tables
+from . import commands, figures, tables  # noqa: F401

@@ -34,27 +34,10 @@ from ...analysis.attention import attention_score, offset_profile
 from ...analysis.behaviour import evaluation_samples, prompt_suite, random_prompt_summary
 from ...core.data import TaskConfig, validation_set
 from ...core.metrics import evaluate
+from .tables import COMPLETIONS, METRICS, OFFSETS, POSITIONS, copy_offset, metric_names  # noqa: F401
 
-OFFSET_COLUMNS = ["variant", "seed", "layer", "head", "offset", "attention"]
-POSITION_COLUMNS = ["variant", "seed", "query", "key", "offset", "score", "is_row_argmax"]
-COMPLETION_COLUMNS = ["variant", "seed", "prompt", "in_distribution", "completion", "expected",
-                      "accuracy"]
-
-
-def copy_offset(task: TaskConfig) -> int:
-    """The offset that solves the task: token i + 1 equals token i − (block_len − 1)."""
-    return task.block_len - 1
-
-
-def metric_names(task: TaskConfig, prompt_len: int) -> dict[str, list[str]]:
-    """The metrics of :func:`shortcut_metrics`, as ``task`` (losses, accuracy, random
-    prompts) and ``mechanism`` (the largest nearest-copy and induction score of any head
-    with their chance levels, the positional table's peak)."""
-    k = copy_offset(task)
-    return {"task": ["loss_all", "loss_pred", "acc_pred", f"random_len{prompt_len}_acc_mean",
-                     f"random_len{prompt_len}_exact"],
-            "mechanism": ["nearest_copy_max", "nearest_copy_chance", "induction_max",
-                          "induction_chance", f"pos_argmax_offset{k}_share", f"pos_offset{k}_margin"]}
+OFFSET_COLUMNS, POSITION_COLUMNS, COMPLETION_COLUMNS = (
+    list(t.columns) for t in (OFFSETS, POSITIONS, COMPLETIONS))
 
 
 # ---------------------------------------------------------------- the positional table
@@ -186,7 +169,7 @@ def shortcut_tables(model, spec, settings: dict) -> dict[str, pd.DataFrame]:
 
     return {
         "metrics": tidy(pd.DataFrame({"metric": list(metrics), "value": list(metrics.values())}),
-                        ["variant", "seed", "metric", "value"]),
+                        list(METRICS.columns)),
         "offsets": tidy(offset_table(model, sample), OFFSET_COLUMNS),
         "completions": tidy(completions, COMPLETION_COLUMNS),
         "positions": tidy(position_table(position_scores(model.pos)), POSITION_COLUMNS),

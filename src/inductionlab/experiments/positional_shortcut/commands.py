@@ -1,4 +1,4 @@
-"""The positional-shortcut experiment's commands: its analysis of one model, and its figures."""
+"""The positional-shortcut experiment's command: its analysis of one model."""
 from __future__ import annotations
 
 from ...stages.commands import THREADS, command, path, say, write_tables
@@ -23,15 +23,3 @@ def write_shortcut(model, settings, metrics, offsets, completions, positions, th
                           "positions": positions})
     m = tables["metrics"].set_index("metric")["value"]
     say(f"[{spec.name}] " + ", ".join(f"{name} {value:.3f}" for name, value in m.items()))
-
-
-@command("positional-shortcut-figures",
-         "positional-shortcut experiment: attention by offset and positional scores",
-         offsets=path("stacked positional_shortcut_offsets.csv"),
-         positions=path("stacked positional_shortcut_positions.csv"),
-         settings=path("the experiment's settings JSON (for the task)"),
-         offsets_figure=path(), positions_figure=path())
-def positional_shortcut_figures(offsets, positions, settings, offsets_figure, positions_figure):
-    from .plots import write_figures
-
-    write_figures(offsets, positions, settings, offsets_figure, positions_figure)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ...core.data import TaskConfig
 from ...core.seeding import first_seed
-from .analysis import OFFSET_COLUMNS, POSITION_COLUMNS, copy_offset
+from .tables import OFFSETS, POSITIONS, copy_offset
 
 def _panel_grid(n: int) -> tuple[int, int]:
     """(rows, columns) of ``n`` panels within the report's width: at most 2 per row
@@ -99,16 +99,24 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
     return fig
 
 
-def write_figures(offsets_csv, positions_csv, settings_path, offsets_png, positions_png) -> None:
-    """Both figures from the stacked tables (the positional table of the first seed)."""
-    from ...report.plots import save
+def _task(settings_path) -> TaskConfig:
+    from ...core.loading import read_json
 
-    from ...core.loading import read_json, read_table
+    return TaskConfig.from_dict(read_json(settings_path, "the experiment's settings", ["task"])["task"])
 
-    task = TaskConfig.from_dict(read_json(settings_path, "the experiment's settings", ["task"])["task"])
-    k = copy_offset(task)
-    positions = read_table(positions_csv, POSITION_COLUMNS,
+
+def offsets_figure_of(offsets_csv, settings_path):
+    """:func:`offsets_figure` of the stacked offsets table."""
+    from ...core.loading import read_table
+
+    offsets = read_table(offsets_csv, OFFSETS.columns, kind="the stacked positional_shortcut_offsets table")
+    return offsets_figure(offsets, _task(settings_path))
+
+
+def positions_figure_of(positions_csv, settings_path):
+    """:func:`positions_figure` of the stacked positional table, its first seed."""
+    from ...core.loading import read_table
+
+    positions = read_table(positions_csv, POSITIONS.columns,
                            kind="the stacked positional_shortcut_positions table")
-    offsets = read_table(offsets_csv, OFFSET_COLUMNS, kind="the stacked positional_shortcut_offsets table")
-    save(offsets_figure(offsets, task), offsets_png)
-    save(positions_figure(positions, first_seed(positions["seed"]), k), positions_png)
+    return positions_figure(positions, first_seed(positions["seed"]), copy_offset(_task(settings_path)))

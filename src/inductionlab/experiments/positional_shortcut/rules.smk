@@ -4,16 +4,16 @@
 # layer cannot learn "attend 5 back". The base variant with pos_encoding: learned is a
 # registered model (trained and analysed by the generic stages); this file adds its own
 # analysis of it and of the compared variants (results/{model}/seed{seed}/positional_
-# shortcut*.csv, stacked into results/tables/), two figures and a section. Everything of
-# the experiment is in this folder: settings config["experiments"]["positional_shortcut"]
-# (keys and defaults: schema.yaml), words prose.yaml, the analysis, figures and commands
-# its rules run. No `conda:` directive, for the reason in workflow/rules/train.smk.
+# shortcut*.csv, stacked into results/tables/), two figures, a claim and a section.
+# Everything of the experiment is in this folder: settings config["experiments"]
+# ["positional_shortcut"] (keys and defaults: schema.yaml), words prose.yaml, claims
+# claims.yaml, the tables, analysis, figures and command its rules run. No `conda:` directive, for the reason in workflow/rules/train.smk.
 from inductionlab.core.data import TaskConfig
-from inductionlab.experiments.positional_shortcut.analysis import metric_names
+from inductionlab.experiments.positional_shortcut.figures import OFFSETS_FIGURE, POSITIONS_FIGURE
+from inductionlab.experiments.positional_shortcut.tables import metric_names
 from inductionlab.experiments.positional_shortcut.settings import learned_model_name
 
 PS = config["experiments"]["positional_shortcut"]
-PS_DIR = f"{RESULTS}/positional_shortcut"
 PS_LEARNED = register_model(learned_model_name(PS), PS["base_variant"],
                             pos_encoding="learned")
 PS_COMPARED = [v for v in PS["compare"] if v in VARIANTS]
@@ -25,10 +25,6 @@ PS_METRICS = metric_names(TaskConfig.from_dict(config["task"]), PS["prompt_len"]
 PS_TABLES = {name: aggregated_table(name, models=PS_MODELS) for name in
              ["positional_shortcut", "positional_shortcut_offsets",
               "positional_shortcut_completions", "positional_shortcut_positions"]}
-
-
-localrules:
-    positional_shortcut_figures,
 
 
 rule positional_shortcut_analysis:
@@ -57,26 +53,9 @@ rule positional_shortcut_analysis:
         "--threads {threads} > {log} 2>&1"
 
 
-rule positional_shortcut_figures:
-    input:
-        offsets=PS_TABLES["positional_shortcut_offsets"],
-        positions=PS_TABLES["positional_shortcut_positions"],
-        settings=settings_file("positional_shortcut"),
-    output:
-        offsets=f"{PS_DIR}/figures/attention_by_offset.png",
-        positions=f"{PS_DIR}/figures/positional_scores.png",
-    log:
-        "logs/positional_shortcut/figures.log",
-    benchmark:
-        "results/benchmarks/positional_shortcut_figures.tsv"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    shell:
-        "inductionlab positional-shortcut-figures --offsets {input.offsets} "
-        "--positions {input.positions} --settings {input.settings} --offsets-figure {output.offsets} "
-        "--positions-figure {output.positions} > {log} 2>&1"
+# its two figures, drawn by the workflow's study_figure rule (figures.py registers them)
+PS_FIGURES = {name: study_figure(name, [PS_TABLES[name]], settings_file("positional_shortcut"))
+              for name in (OFFSETS_FIGURE, POSITIONS_FIGURE)}
 
 
 PS_WORDS = section_prose("prose.yaml", learned=PS_LEARNED,
@@ -113,11 +92,14 @@ report_section(
          "columns": ["variant", "prompt", "completion", "expected", "accuracy"]},
     ],
     figures=[
-        {"path": f"{PS_DIR}/figures/attention_by_offset.png", "caption": PS_WORDS["offsets_figure"]},
-        {"path": f"{PS_DIR}/figures/positional_scores.png", "caption": PS_WORDS["positions_figure"],
+        {"path": PS_FIGURES[OFFSETS_FIGURE], "caption": PS_WORDS["offsets_figure"]},
+        {"path": PS_FIGURES[POSITIONS_FIGURE], "caption": PS_WORDS["positions_figure"],
          "appendix": True},
     ],
 )
+
+# the write-up's claim that reads this experiment's offsets table
+experiment_claims("claims.yaml")
 
 # losses and accuracies from the behaviour sample, as in the headline table; the
 # experiment's own measures from its table
