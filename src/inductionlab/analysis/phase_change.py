@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE
+
 PHASE_CHANGE = "phase change"
 SMOOTH = "smooth"
 TWO_DROPS = "two drops"
@@ -70,11 +72,6 @@ TWO_DROP_SEPARATION = math.log(3.0)   # two drops' midpoints differ by more than
 RESAMPLES = 200
 LEVEL = 0.95
 MIN_POINTS = 5
-
-NOT_MEASURED = "not measured"
-HOLDS = "holds"
-FAILS = "fails"
-TOO_CLOSE = "too close to call"
 
 _LN9 = math.log(9.0)
 _LNW_MIN, _LNW_MAX = math.log(0.02), math.log(3.0)

@@ -28,6 +28,10 @@ from ..core.seeding import derive_seed
 
 LEVEL = 0.95
 RESAMPLES = 1000
+# The outcome of a test of an interval against a threshold (a claim, the coincidence of two
+# phase changes): the whole interval passes, none of it does, it contains the threshold,
+# or there is no value.
+HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED = "holds", "fails", "too close to call", "not measured"
 
 
 def interval_columns(column: str) -> tuple[str, str]:

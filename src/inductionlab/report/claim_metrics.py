@@ -25,11 +25,10 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.roles import content_column, role_threshold
-from ..analysis.uncertainty import interval_columns
+from ..analysis.uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, interval_columns  # noqa: F401
 from .labels import minus_signs
 from .numbers import COMPARISONS, _minus, format_value
 
-HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED = "holds", "fails", "too close to call", "not measured"
 REDUCERS = {"min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
 ROLE = "role"
 
