@@ -104,6 +104,7 @@ def attention_npz(path, n_layers, seed=0):
     return arrays
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_attention_figures_are_legible_and_name_their_sequence(tmp_path, n_layers):
     arrays = attention_npz(tmp_path / "attention.npz", n_layers)
@@ -209,6 +210,7 @@ def test_smeared_one_layer_model_is_ordered_by_induction(tmp_path):
     plt.close(fig)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_layers", [1, 2, 3])
 def test_five_seeds_fit_the_page(tmp_path, n_layers):
     inputs = seed_inputs(tmp_path, n_layers=n_layers, seeds=range(5))

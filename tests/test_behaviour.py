@@ -138,6 +138,7 @@ def test_repeat_and_prompt_share_helpers():
     assert icl_score(torch.tensor([3.0, 2.0, 0.5])) == -2.5
 
 
+@pytest.mark.slow
 def test_cli_complete_checks_every_prompt_before_running(tmp_path):
     from inductionlab.core.loading import save_model
 

@@ -72,6 +72,7 @@ def test_a_nan_input_gives_nan_not_a_number_that_hides_it():
     assert torch.isnan(z[0, 0, 5]).all() and not torch.isnan(z[0, 0, 4]).any()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [{"n_layers": 2}, {"n_layers": 1, "smear_layers": (0,)}])
 def test_compiled_training_with_the_kernel_follows_the_explicit_attention(model):
     """The numbers a training run takes: the same losses to 1e-4 over a short run."""

@@ -72,6 +72,7 @@ def test_panels_are_the_circuits_of_circuits_py(tmp_path):
     assert cp.positivities(arrays, meta, "ov")[1, 2] == pytest.approx(row["positivity_real"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_circuit_figures_are_legible(tmp_path, n_layers):
     model = build_model(ModelConfig(n_layers=n_layers), 0)

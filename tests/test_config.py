@@ -162,6 +162,7 @@ def _check_config(*args, cwd):
                           cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_check_config_runs_the_workflows_check_from_any_directory(tmp_path):
     base = yaml.safe_load((ROOT / "config.yaml").read_text())
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
@@ -186,6 +187,7 @@ def test_check_config_runs_the_workflows_check_from_any_directory(tmp_path):
         assert expected[name] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
     (tmp_path / "config.yaml").write_text("seeds: [0, 1\ntrain:\n  steps: 10\n")
     proc = _check_config(cwd=tmp_path)

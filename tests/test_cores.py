@@ -38,6 +38,7 @@ def _most_at_once(times_txt):
     return most
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
 @pytest.mark.parametrize("cap", [True, False])
 def test_cores_beyond_the_machines_are_not_used(tmp_path, cap):

@@ -394,6 +394,7 @@ def test_ablation_bars_rank_heads_within_each_seed():
 # ------------------------------------------------------------------ what the workflow calls
 
 
+@pytest.mark.slow
 def test_write_figure_writes_every_figure_at_print_size(inputs, tmp_path):
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"task": TASK}))
@@ -418,6 +419,7 @@ def test_write_figure_writes_every_figure_at_print_size(inputs, tmp_path):
         assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01, name
 
 
+@pytest.mark.slow
 def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path):
     frame, phase = _seed0(inputs["dynamics"]), _seed0(inputs["phase"])
     frame.to_csv(tmp_path / "dynamics.csv", index=False)

@@ -7,6 +7,8 @@ import yaml
 
 from helpers import ROOT, TINY_CONFIG, snakemake_command, write_tiny_config
 
+pytestmark = pytest.mark.slow  # each test runs Snakemake on the workflow (seconds)
+
 PROFILES = ROOT / "workflow" / "profiles"
 
 

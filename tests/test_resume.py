@@ -59,6 +59,7 @@ def _kill_when_logged(spec_path, out_dir, log_path, pattern, timeout=120):
         proc.wait()
 
 
+@pytest.mark.slow
 def test_sigkilled_training_resumes_bit_identical(tmp_path):
     spec = tiny_spec(steps=600)
     spec["train"]["n_checkpoints"] = 20
@@ -140,6 +141,7 @@ def test_non_finite_final_weights_publish_nothing(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_the_command_line_reports_divergence_in_one_line(tmp_path):
     spec = tiny_spec(steps=20)
     spec["train"]["lr"] = 10.0
@@ -183,6 +185,7 @@ def test_a_damaged_stacked_state_resumes_every_member_from_step_0(tmp_path):
         assert_same_outputs(a, b)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_naming_the_file_and_a_rerun_completes_the_model(tmp_path):
     """A file size limit stands in for a full disk: every write past it fails."""
     spec = tiny_spec(steps=40)
