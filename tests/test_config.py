@@ -187,6 +187,33 @@ def test_check_config_runs_the_workflows_check_from_any_directory(tmp_path):
         assert expected[name] in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_check_config_checks_the_claims_of_the_workflow_and_of_the_experiments_on(tmp_path, capsys):
+    """A misspelt column in a claim is found before any job runs, not when the claims are
+    evaluated at the end of the run."""
+    import shutil
+
+    from inductionlab.cli import main
+
+    workflow = tmp_path / "wf"
+    shutil.copytree(ROOT / "workflow", workflow / "workflow")
+    shutil.copy(ROOT / "Snakefile", workflow / "Snakefile")
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    config = str(tmp_path / "config.yaml")
+    assert main(["check-config", config, "--workflow", str(workflow)]) in (0, None)
+    assert "; 61 claims" in capsys.readouterr().out  # the experiment's claim among them
+    off = tmp_path / "off.yaml"
+    off.write_text("experiments: {positional_shortcut: false}\n")
+    assert main(["check-config", config, str(off), "--workflow", str(workflow)]) in (0, None)
+    assert "; 60 claims" in capsys.readouterr().out
+    claims = workflow / "workflow" / "claims.yaml"
+    text = claims.read_text()
+    assert text.count("column: local_chance") >= 1
+    claims.write_text(text.replace("column: local_chance", "column: local_chanse", 1))
+    assert main(["check-config", config, "--workflow", str(workflow)]) == 1
+    err = capsys.readouterr().err
+    assert "table 'head_scores' has no column(s) ['local_chanse']" in err and "Traceback" not in err
+
+
 @pytest.mark.slow
 def test_a_yaml_syntax_error_is_one_line_naming_file_line_and_column(tmp_path):
     (tmp_path / "config.yaml").write_text("seeds: [0, 1\ntrain:\n  steps: 10\n")

@@ -46,7 +46,7 @@ def circuits(weights):
 
 
 @command("check-config", "the workflow's config check of config.yaml here and FILEs over it, "
-         "as `snakemake --configfile FILE...` would run it",
+         "as `snakemake --configfile FILE...` would run it, and the claims files' check",
          files=Option("config files applied in turn over ./config.yaml (if any)", many=True,
                       required=False, positional=True),
          workflow=Option("the workflow's folder (default: the source tree of this package)",
@@ -68,8 +68,15 @@ def check_config(files, workflow=None):
     for p in found:
         overlay(config, read_yaml(p))
     extras = check_workflow_config(config, workflow_dir, experiments.available())
+    # the claims of the workflow and of the experiments switched on: every table and
+    # column they read is one a stage writes
+    from ..report.claim_rules import load_claims
+
+    more = [Path(e).parent / "claims.yaml" for e in extras if Path(e).name == "rules.smk"]
+    claims = load_claims(workflow_dir / "workflow" / "claims.yaml", [p for p in more if p.is_file()])
     n = len(config["variants"]) * len(config["seeds"])
     names = ", ".join(str(f) for f in given) or "config.yaml"
     print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "
           f"= {n} model(s); experiments and extra rules: "
-          f"{', '.join(Path(e).parent.name if Path(e).name == 'rules.smk' else Path(e).stem for e in extras) or 'none'}")
+          f"{', '.join(Path(e).parent.name if Path(e).name == 'rules.smk' else Path(e).stem for e in extras) or 'none'}"
+          f"; {len(claims)} claims")
