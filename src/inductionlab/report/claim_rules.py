@@ -70,11 +70,11 @@ def load_claims(path, more=()) -> list[dict]:
     in ``more``, checked."""
     data = _claims_document(path)
     groups = data.get("groups", {})
-    claims = [(path, c) for c in data["claims"]]
+    claims = [(path, k, c) for k, c in enumerate(data["claims"])]
     for extra in more:
-        claims += [(extra, c) for c in _claims_document(extra)["claims"]]
+        claims += [(extra, k, c) for k, c in enumerate(_claims_document(extra)["claims"])]
     seen = set()
-    for k, (path, claim) in enumerate(claims):
+    for path, k, claim in claims:
         for key in ("id", "variant", "metric", "compare", "threshold"):
             if key not in claim:
                 raise ClaimError(f"{path}: claim {k} ({claim.get('id', '?')}) lacks {key!r}")
@@ -109,7 +109,7 @@ def load_claims(path, more=()) -> list[dict]:
             raise ClaimError(f"{path}: claim id {claim['id']!r} appears twice")
         seen.add(claim["id"])
         check_columns(path, claim)
-    return [claim for _, claim in claims]
+    return [claim for _, _, claim in claims]
 
 
 def load_settings(claims_yaml) -> dict:
