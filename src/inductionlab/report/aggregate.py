@@ -1,14 +1,15 @@
 """Per-seed tables of every model -> one table per kind, with the spread across seeds.
 
-A per-model table has the columns ``variant`` and ``seed``, key columns that
-identify a row within a model (``circuit``, ``layer``, ``head``, ``pattern``,
-``step``, ...) and value columns (floats). Keys are declared with each table's format
+A per-model table has the columns ``variant`` and ``seed``, key columns that identify a
+row within a model (``circuit``, ``layer``, ``head``, ``pattern``, ``step``, ...) and value
+columns (floats). Keys are declared with each table's format
 (:mod:`inductionlab.core.formats`, by the module that writes it); for any other table
-every string, boolean and integer column is a key. Columns that are neither keys nor floats (e.g. the roles of a head,
-which may differ between seeds) stay in the long table and are left out of the
-summary. The head-role rule is applied here, to the stacked head scores and phase
-change (:data:`~inductionlab.analysis.roles.RULED_TABLES`). The long table stacks every model's rows; the summary has one row per
-(variant, keys..., metric) with n, mean, std, min and max over seeds.
+every string, boolean and integer column is a key. Columns that are neither keys nor
+floats (e.g. the roles of a head, which may differ between seeds) stay in the long table
+and are left out of the summary. The head-role rule is applied here, to the stacked head
+scores and phase change (:data:`~inductionlab.analysis.roles.RULED_TABLES`). The long
+table stacks every model's rows; the summary has one row per (variant, keys..., metric)
+with n, mean, std, min and max over seeds.
 """
 from __future__ import annotations
 
