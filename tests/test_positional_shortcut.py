@@ -13,9 +13,10 @@ from inductionlab.config import ConfigError, load_config, validate_experiment
 from inductionlab.core.data import TaskConfig, validation_set
 from inductionlab.core.model import ModelConfig, build_model, sinusoidal_table
 from inductionlab.experiments.positional_shortcut.analysis import (
-    attention_summary, metric_names, offset_table, position_scores, position_summary,
-    position_table, row_argmax_offsets, shortcut_metrics, shortcut_tables)
+    attention_summary, offset_table, position_scores, position_summary, position_table,
+    row_argmax_offsets, shortcut_metrics, shortcut_tables)
 from inductionlab.experiments.positional_shortcut.commands import write_shortcut
+from inductionlab.experiments.positional_shortcut.tables import metric_names
 from inductionlab.report.study_figures import write_study_figure
 from inductionlab.experiments.positional_shortcut.settings import check_settings
 from inductionlab.core.spec import Spec

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .roles import (COPY_SEEKING, INDUCTION, LOCAL, PREFIX_MATCHING,  # noqa: F401  (names)
-                    PREVIOUS_TOKEN, ROLES_COLUMN, content_column, control_column)
+from .roles import (INDUCTION, LOCAL, PREFIX_MATCHING, PREVIOUS_TOKEN, ROLES_COLUMN,
+                    content_column, control_column)
 
 # every head score (the role scores' names are the roles', .roles)
 ATTENTION_SCORES = (INDUCTION, "nearest_copy", "first_block", "first_token", PREVIOUS_TOKEN,

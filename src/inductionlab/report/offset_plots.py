@@ -19,8 +19,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..analysis.offset_attribution import (ALL, COMPOSED, DIRECT, EMBEDDING, HEADS,
-                                           ROLE_PREFIX, layer_group, role_group)
+from ..analysis.offset_attribution import (ALL, DIRECT, HEADS, ROLE_PREFIX, component_groups,
+                                           role_group)
 from ..analysis.roles import (ANTI_COPYING, COPY_SEEKING, COPYING, OV_ROLES, ROLE_SCORES,
                               role_names, split_roles)
 from ..core.seeding import first_seed
@@ -160,27 +160,23 @@ def _group_words(name: str) -> str:
 
 
 def derived_groups(paths: pd.DataFrame) -> pd.DataFrame:
-    """Group rows summed from the path rows (the terms are exact, so a group's mean
-    effect is the sum of its paths'): ``all``, ``L{l}``, ``L{l}:embedding``,
-    ``L{l}:composed`` (l ≥ 1), ``role:copying``, ``role:anti_copying``."""
+    """Group rows summed from the path rows of each seed (the terms are exact, so a group's
+    mean effect is the sum of its paths'), the groups of the offsets stage
+    (:func:`~inductionlab.analysis.offset_attribution.component_groups`) by the roles the
+    rows carry: ``all``, ``L{l}``, ``L{l}:embedding``, ``L{l}:composed`` (l ≥ 1),
+    ``role:copying``, ``role:anti_copying``."""
     keys = ["seed", "sample", "offset"]
-    paths = paths[paths["kind"] == "path"].copy()
-    heads = paths[paths["component"] != DIRECT].copy()
-    heads["_layer"] = [path_heads(c)[-1][0] if path_heads(c) else -1 for c in heads["component"]]
-    heads["_hops"] = [len(path_heads(c)) for c in heads["component"]]
-    parts = [(ALL, paths)]
-    for l in sorted(heads["_layer"].unique()):
-        if l < 0:
-            continue
-        layer = heads[heads["_layer"] == l]
-        parts.append((layer_group(l), layer))
-        if l >= 1:
-            parts.append((layer_group(l, EMBEDDING), layer[layer["_hops"] == 1]))
-            parts.append((layer_group(l, COMPOSED), layer[layer["_hops"] > 1]))
-    for role in OV_ROLES:
-        parts.append((role_group(role), heads[[role in split_roles(r) for r in heads["role"]]]))
-    out = [part.groupby(keys, as_index=False)["value"].sum().assign(component=name)
-           for name, part in parts if len(part)]
+    paths = paths[paths["kind"] == "path"]
+    left_out = {HEADS, role_group(ANTI_COPYING, DIRECT)}  # all minus direct; a mix of both
+    out = []
+    for _, mine in paths.groupby("seed", sort=False):
+        names = list(dict.fromkeys(mine["component"]))
+        roles = {path_heads(c)[-1]: r for c, r in zip(mine["component"], mine["role"])
+                 if path_heads(c)}
+        for name, members in component_groups(names, roles).items():
+            part = mine[mine["component"].isin(members)]
+            if name not in left_out and len(part):
+                out.append(part.groupby(keys, as_index=False)["value"].sum().assign(component=name))
     if not out:
         return pd.DataFrame(columns=keys + ["value", "component"])
     return pd.concat(out, ignore_index=True)

@@ -34,7 +34,7 @@ from ...analysis.attention import attention_score, offset_profile
 from ...analysis.behaviour import evaluation_samples, prompt_suite, random_prompt_summary
 from ...core.data import TaskConfig, validation_set
 from ...core.metrics import evaluate
-from .tables import COMPLETIONS, METRICS, OFFSETS, POSITIONS, copy_offset, metric_names  # noqa: F401
+from .tables import COMPLETIONS, METRICS, OFFSETS, POSITIONS, copy_offset
 
 OFFSET_COLUMNS, POSITION_COLUMNS, COMPLETION_COLUMNS = (
     list(t.columns) for t in (OFFSETS, POSITIONS, COMPLETIONS))
