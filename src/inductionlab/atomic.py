@@ -94,6 +94,24 @@ def _record_digest(tmp: Path, path: Path) -> None:
 
 
 @contextlib.contextmanager
+def _replacing(path: Path, tmp: Path, publish, discard):
+    """The body of an atomic write: yield ``tmp``; when the body is done, ``publish()`` it
+    as ``path``. A failure to write is one message naming ``path`` (:func:`_write_failure`);
+    whatever happens, ``tmp`` is not left behind (``discard(tmp)``)."""
+    try:
+        yield tmp
+        publish()
+    except (OSError, RuntimeError) as err:
+        failed = _write_failure(path, err)
+        if failed is None:
+            raise
+        raise failed from None
+    finally:
+        if tmp.exists():
+            discard(tmp)
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success.
 
@@ -108,18 +126,13 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
-    try:
-        yield tmp
+
+    def publish():
         _record_digest(tmp, path)
         _publish(tmp, path, 0o666)
-    except (OSError, RuntimeError) as err:
-        failed = _write_failure(path, err)
-        if failed is None:
-            raise
-        raise failed from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    with _replacing(path, tmp, publish, Path.unlink):
+        yield tmp
 
 
 @contextlib.contextmanager
@@ -129,19 +142,14 @@ def atomic_dir(path: str | os.PathLike):
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}.", dir=path.parent))
-    try:
-        yield tmp
+
+    def publish():
         if path.exists():
             shutil.rmtree(path)
         _publish(tmp, path, 0o777)
-    except (OSError, RuntimeError) as err:
-        failed = _write_failure(path, err)
-        if failed is None:
-            raise
-        raise failed from None
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
+
+    with _replacing(path, tmp, publish, shutil.rmtree):
+        yield tmp
 
 
 def write_text(path, text: str) -> None:
