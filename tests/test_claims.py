@@ -621,11 +621,11 @@ def test_columns_generated_from_a_list_are_accepted(tmp_path):
 def test_an_experiment_brings_its_own_claims(tmp_path):
     from inductionlab import experiments
 
-    folder = experiments.available()["positional_shortcut"].folder
+    shortcut = experiments.available()["positional_shortcut"].claims
     main = tmp_path / "claims.yaml"
     main.write_text(yaml.safe_dump({"groups": {"copy": "Copy"}, "claims": [claim(ACC, id="a")
                                                                             | {"group": "copy"}]}))
-    ids = [c["id"] for c in load_claims(main, [folder / "claims.yaml"])]
+    ids = [c["id"] for c in load_claims(main, [shortcut])]
     assert ids[0] == "a" and "one_layer.attention_similar_across_heads" in ids
     for name, extra, message in (("clash", claim(ACC, id="a") | {"group": "copy"}, "'a' appears twice"),
                                  ("group", claim(ACC, id="b") | {"group": "elsewhere"},

@@ -289,8 +289,8 @@ def test_claims_are_evaluated_for_every_seed(tiny_run):
     from inductionlab import experiments
     from inductionlab.report.claims import load_claims
 
-    folder = experiments.available()["positional_shortcut"].folder
-    claims = load_claims(ROOT / "workflow" / "claims.yaml", [folder / "claims.yaml"])
+    claims = load_claims(ROOT / "workflow" / "claims.yaml",
+                         [experiments.available()["positional_shortcut"].claims])
     results = pd.read_csv(tiny_run / "results" / "tables" / "claims.csv")
     results = results[results["family"] == "write_up"]  # the study's family: its own test
     assert sorted(results["claim"]) == sorted(c["id"] for c in claims)  # one seed

@@ -131,13 +131,8 @@ def settings_file(stage):
 REPORT_SECTIONS = []
 AGGREGATED_TABLES = {}  # table name -> the models whose {name}.csv it stacks (None: every model)
 REPORT_HIGHLIGHTS = []
-CLAIM_FILES = []  # an experiment's claims files, evaluated after workflow/claims.yaml
-
-
-def experiment_claims(path):
-    """Put the claims of ``path`` (a claims file beside the rule file that calls this: a
-    ``claims:`` list, using the groups of workflow/claims.yaml) on the scorecard."""
-    CLAIM_FILES.append(os.path.join(workflow.current_basedir, path))
+# the claims.yaml of each experiment switched on, evaluated after workflow/claims.yaml
+CLAIM_FILES = [str(p) for p in experiment_folders.claims_files(EXTRA_RULES)]
 
 
 def report_highlight(path, text):

@@ -290,7 +290,7 @@ def score_columns(name: str, intervals: bool, control: bool) -> list[str]:
 
 # head_scores.csv (behaviour stage): every score with its interval, chance level, control
 # and content part, then the copying score; the stacked table adds each head's roles.
-HEAD_SCORES = declare_table(
+HEAD_SCORES_TABLE = declare_table(
     "head_scores", ["variant", "seed", "layer", "head"]
     + [c for name in ATTENTION_SCORES for c in score_columns(name, True, True)]
     + ["copying", *interval_columns("copying")],

@@ -34,6 +34,7 @@ names, one fitted scale), each scored against the model.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import torch
@@ -188,10 +189,18 @@ def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dic
     return groups
 
 
+_HEAD = re.compile(r"L(\d+)H(\d+)")
+
+
+def path_heads(component: str) -> list[tuple[int, int]]:
+    """The (layer, head) of each head along a path name: ``L0H1>L1H3`` -> [(0, 1), (1, 3)];
+    none for the direct path or a group."""
+    return [(int(l), int(h)) for l, h in _HEAD.findall(str(component))]
+
+
 def last_head(name: str) -> tuple[int, int]:
     """(layer, head) of a path's last head."""
-    layer, head = name.split(">")[-1][1:].split("H")
-    return int(layer), int(head)
+    return path_heads(name)[-1]
 
 
 def profile_rows(effects: dict[str, np.ndarray], tokens: torch.Tensor, sample: str,

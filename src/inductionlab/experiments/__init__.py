@@ -6,6 +6,8 @@ An experiment ``<name>/`` is a package with
   workflow includes it when ``experiments.<name>`` is in the config);
 - ``schema.yaml``: the keys of ``experiments.<name>`` with their defaults;
 - ``prose.yaml``: the words of its report section, if it has one;
+- ``claims.yaml``: claims on its own tables, if it has any (a ``claims:`` list using the
+  groups of workflow/claims.yaml), evaluated with the workflow's when it is switched on;
 - its modules: what it computes, draws and the commands its rules run. Importing the
   package (its ``__init__``) registers its commands (:func:`inductionlab.stages.commands.command`),
   its settings check (:func:`inductionlab.config.settings_check`) and its settings file
@@ -37,6 +39,10 @@ class Experiment:
     def schema(self) -> Path:
         return self.folder / "schema.yaml"
 
+    @property
+    def claims(self) -> Path:
+        return self.folder / "claims.yaml"
+
 
 def available() -> dict[str, Experiment]:
     """Every experiment folder (a package with a rules.smk), by name; each imported, so
@@ -48,3 +54,12 @@ def available() -> dict[str, Experiment]:
             importlib.import_module(f"{__name__}.{info.name}")
             found[info.name] = Experiment(info.name, folder)
     return found
+
+
+def claims_files(rule_files) -> list[Path]:
+    """The claims file of each experiment whose ``rules.smk`` is among ``rule_files`` (the
+    rule files the config check returns: the experiments switched on, in order), for those
+    that have one."""
+    on = {str(Path(f).resolve()) for f in rule_files}
+    return [e.claims for e in available().values()
+            if str(e.rules.resolve()) in on and e.claims.is_file()]

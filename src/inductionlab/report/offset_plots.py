@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.offset_attribution import (ALL, DIRECT, HEADS, ROLE_PREFIX, component_groups,
-                                           role_group)
+                                           last_head, path_heads, role_group)
 from ..analysis.roles import (ANTI_COPYING, COPY_SEEKING, COPYING, OV_ROLES, ROLE_SCORES,
                               role_names, split_roles)
 from ..core.seeding import first_seed
@@ -43,8 +43,6 @@ ROW_IN = 0.16
 HEAT_EXTRA_IN = 1.05
 BOTTOM_IN = 3.0
 SUPTITLE_IN = 0.3
-
-_HEAD = re.compile(r"L(\d+)H(\d+)")
 
 
 def with_head_roles(profile: pd.DataFrame, head_scores: pd.DataFrame) -> pd.DataFrame:
@@ -74,11 +72,6 @@ def copy_rank(role) -> int:
     """0 for a copying head, 1 for an anti-copying head, 2 for any other."""
     roles = split_roles(role)
     return 0 if COPYING in roles else 1 if ANTI_COPYING in roles else 2
-
-
-def path_heads(component: str) -> list[tuple[int, int]]:
-    """The (layer, head) of each head along a path name: ``L0H1>L1H3`` -> [(0, 1), (1, 3)]."""
-    return [(int(l), int(h)) for l, h in _HEAD.findall(str(component))]
 
 
 def row_key(component: str, role) -> tuple:
@@ -171,8 +164,7 @@ def derived_groups(paths: pd.DataFrame) -> pd.DataFrame:
     out = []
     for _, mine in paths.groupby("seed", sort=False):
         names = list(dict.fromkeys(mine["component"]))
-        roles = {path_heads(c)[-1]: r for c, r in zip(mine["component"], mine["role"])
-                 if path_heads(c)}
+        roles = {last_head(c): r for c, r in zip(mine["component"], mine["role"]) if c != DIRECT}
         for name, members in component_groups(names, roles).items():
             part = mine[mine["component"].isin(members)]
             if name not in left_out and len(part):

@@ -72,8 +72,8 @@ def check_config(files, workflow=None):
     # column they read is one a stage writes
     from ..report.claim_rules import load_claims
 
-    more = [Path(e).parent / "claims.yaml" for e in extras if Path(e).name == "rules.smk"]
-    claims = load_claims(workflow_dir / "workflow" / "claims.yaml", [p for p in more if p.is_file()])
+    claims = load_claims(workflow_dir / "workflow" / "claims.yaml",
+                         experiments.claims_files(extras))
     n = len(config["variants"]) * len(config["seeds"])
     names = ", ".join(str(f) for f in given) or "config.yaml"
     print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "

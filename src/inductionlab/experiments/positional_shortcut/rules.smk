@@ -4,10 +4,11 @@
 # layer cannot learn "attend 5 back". The base variant with pos_encoding: learned is a
 # registered model (trained and analysed by the generic stages); this file adds its own
 # analysis of it and of the compared variants (results/{model}/seed{seed}/positional_
-# shortcut*.csv, stacked into results/tables/), two figures, a claim and a section.
-# Everything of the experiment is in this folder: settings config["experiments"]
-# ["positional_shortcut"] (keys and defaults: schema.yaml), words prose.yaml, claims
-# claims.yaml, the tables, analysis, figures and command its rules run. No `conda:` directive, for the reason in workflow/rules/train.smk.
+# shortcut*.csv, stacked into results/tables/), two figures and a section; its claim
+# (claims.yaml) is evaluated with the workflow's. Everything of the experiment is in this
+# folder: settings config["experiments"]["positional_shortcut"] (keys and defaults:
+# schema.yaml), words prose.yaml, the tables, analysis, figures and command its rules
+# run. No `conda:` directive, for the reason in workflow/rules/train.smk.
 from inductionlab.core.data import TaskConfig
 from inductionlab.experiments.positional_shortcut.figures import OFFSETS_FIGURE, POSITIONS_FIGURE
 from inductionlab.experiments.positional_shortcut.tables import metric_names
@@ -97,9 +98,6 @@ report_section(
          "appendix": True},
     ],
 )
-
-# the write-up's claim that reads this experiment's offsets table
-experiment_claims("claims.yaml")
 
 # losses and accuracies from the behaviour sample, as in the headline table; the
 # experiment's own measures from its table
