@@ -377,10 +377,14 @@ def overlay(config: dict, other: dict) -> dict:
 
 
 def _check_experiment_names(config: dict, experiments: dict, extras) -> None:
-    known = sorted(experiments)
+    # a folder the loader found but could not load has a problem (no __init__.py, ...)
+    known = sorted(n for n, e in experiments.items() if getattr(e, "problem", None) is None)
     problems = [f"experiments.{name}: no experiment of that name (known: {', '.join(known) or 'none'}); "
                 "an experiment is a folder of inductionlab/experiments/"
                 for name in config.get("experiments", {}) if name not in experiments]
+    problems += [f"experiments.{name}: {experiments[name].problem}"
+                 for name, value in config.get("experiments", {}).items()
+                 if name in experiments and name not in known and value is not False]
     taken = set(config.get("experiments", {})) | {Path(e).stem for e in extras}
     problems += [f"variants.{name}: {name!r} is the name of an experiment, whose results/{name}/ "
                  "folder it would share; rename the variant"

@@ -14,7 +14,10 @@ An experiment ``<name>/`` is a package with
   (:func:`inductionlab.stages.settings.declare_settings`).
 
 Switching an experiment on is one line in config.yaml (``experiments: {<name>: {}}``);
-adding one is a new folder here and edits no other file. This loader finds them.
+adding one is a new folder here and edits no other file. This loader finds them. A folder
+here that is no experiment (no ``__init__.py``, so not a package, or no ``rules.smk``) is
+not loaded: it is listed with what it lacks, so that switching it on says so instead of
+"no experiment of that name".
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ HERE = Path(__file__).resolve().parent
 class Experiment:
     name: str
     folder: Path
+    # what keeps the folder from being an experiment (None: it is one, and is imported)
+    problem: str | None = None
 
     @property
     def rules(self) -> Path:
@@ -46,13 +51,26 @@ class Experiment:
 
 def available() -> dict[str, Experiment]:
     """Every experiment folder (a package with a rules.smk), by name; each imported, so
-    that its commands and checks are registered."""
+    that its commands and checks are registered. A folder that is not a package (no
+    ``__init__.py``) or has no ``rules.smk`` is listed too, never imported, with its
+    ``problem`` saying what it lacks: the config check refuses to switch it on, naming it."""
     found = {}
-    for info in sorted(pkgutil.iter_modules([str(HERE)]), key=lambda i: i.name):
-        folder = HERE / info.name
-        if info.ispkg and (folder / "rules.smk").is_file():
-            importlib.import_module(f"{__name__}.{info.name}")
-            found[info.name] = Experiment(info.name, folder)
+    packages = {info.name for info in pkgutil.iter_modules([str(HERE)]) if info.ispkg}
+    for folder in sorted(p for p in HERE.iterdir() if p.is_dir()):
+        name = folder.name
+        if not name.isidentifier() or name.startswith(("_", ".")):
+            continue  # __pycache__, hidden folders: never an experiment's name
+        if name not in packages:
+            found[name] = Experiment(name, folder, f"the folder {folder} exists but is not a "
+                                     "package (no __init__.py); add an __init__.py to it (empty, "
+                                     "or importing its settings check and commands)")
+        elif not (folder / "rules.smk").is_file():
+            found[name] = Experiment(name, folder, f"the folder {folder} has no rules.smk, "
+                                     "so it is not an experiment; an experiment's rules are its "
+                                     "rules.smk")
+        else:
+            importlib.import_module(f"{__name__}.{name}")
+            found[name] = Experiment(name, folder)
     return found
 
 
@@ -62,4 +80,4 @@ def claims_files(rule_files) -> list[Path]:
     that have one."""
     on = {str(Path(f).resolve()) for f in rule_files}
     return [e.claims for e in available().values()
-            if str(e.rules.resolve()) in on and e.claims.is_file()]
+            if e.problem is None and str(e.rules.resolve()) in on and e.claims.is_file()]
