@@ -7,9 +7,10 @@ Per model, over its seeds (task sample, the whole model's profile, ``all``):
   mean over seeds is at least :data:`SHARE` of the largest positive mean; it *suppresses*
   the letter k back likewise below 0;
 - each named set of offsets is attributed to the part of the model that carries most of
-  it: the direct path, the first layer's heads, the second layer's heads from the
-  embedding or through the first layer (V-composition) in a 2-layer model; the direct
-  path, the copying and the anti-copying heads in a 1-layer model;
+  it: in a model of several layers the direct path, layer 0's heads, and for every later
+  layer l its heads from the embedding or through the heads of layers 0 … l−1
+  (V-composition), each layer named by its number (:func:`part_name`); the direct path,
+  the copying and the anti-copying heads in a 1-layer model;
 - the profile as a program and the write-up's algorithm as a program: the share of the
   model's KL from uniform each removes, and how often its argmax agrees with the model's,
   mean over seeds [min, max].
@@ -18,18 +19,57 @@ from __future__ import annotations
 
 import pandas as pd
 
+import re
+
 from ..analysis.offset_attribution import (ALL, COMPOSED, DIRECT, EMBEDDING, layer_group,
                                            role_group)
 from ..analysis.roles import ANTI_COPYING, COPYING
-from .labels import minus_signs
+from .numbers import number, percent
 
 SHARE = 0.25
-_DEEP = (DIRECT, layer_group(0), layer_group(1, EMBEDDING), layer_group(1, COMPOSED))
 _SHALLOW = (DIRECT, role_group(COPYING), role_group(ANTI_COPYING))
-_NAMES = {DIRECT: "the direct path", layer_group(0): "the first layer's heads",
-          layer_group(1, EMBEDDING): "the second layer's heads from the embedding",
-          layer_group(1, COMPOSED): "the second layer's heads reading the first layer's output",
-          role_group(COPYING): "the copying heads", role_group(ANTI_COPYING): "the anti-copying heads"}
+_NAMES = {DIRECT: "the direct path", role_group(COPYING): "the copying heads",
+          role_group(ANTI_COPYING): "the anti-copying heads"}
+_LAYER_PART = re.compile(rf"^L(\d+)(?::({EMBEDDING}|{COMPOSED}))?$")
+
+
+def _layers(last: int) -> str:
+    """The layers before ``last``: "layer 0", "layers 0 and 1", "layers 0–2"."""
+    if last == 1:
+        return "layer 0"
+    return "layers 0 and 1" if last == 2 else f"layers 0–{last - 1}"
+
+
+def part_name(part: str) -> str | None:
+    """A component group in words, its layer by number: "L0" -> "layer 0's heads",
+    "L2:embedding" -> "layer 2's heads from the embedding", "L1:composed" -> "layer 1's
+    heads reading the output of layer 0", "L2:composed" -> "... of layers 0 and 1"."""
+    if part in _NAMES:
+        return _NAMES[part]
+    match = _LAYER_PART.match(part)
+    if not match:
+        return None
+    layer, how = int(match[1]), match[2]
+    words = f"layer {layer}'s heads"
+    if how == EMBEDDING:
+        return f"{words} from the embedding"
+    if how == COMPOSED:
+        return f"{words} reading the output of {_layers(layer)}"
+    return words
+
+
+def _deep_parts(profile: pd.DataFrame) -> list[str] | None:
+    """The parts of a model of several layers, in order: the direct path, layer 0's heads,
+    then per later layer its heads from the embedding and through earlier heads; None for
+    a 1-layer model (no composed paths)."""
+    layers = sorted({int(m[1]) for c in profile["component"].unique()
+                     if (m := _LAYER_PART.match(str(c))) and m[2] == COMPOSED})
+    if not layers:
+        return None
+    parts = [DIRECT, layer_group(0)]
+    for l in range(1, max(layers) + 1):
+        parts += [layer_group(l, EMBEDDING), layer_group(l, COMPOSED)]
+    return parts
 
 
 def _ranges(offsets: list[int]) -> str:
@@ -78,7 +118,7 @@ def offset_sets(profile: pd.DataFrame) -> dict[str, list[int]]:
 def carrier(profile: pd.DataFrame, offsets: list[int], sign: float) -> str | None:
     """The part of the model (see the module) with the largest mean effect of ``sign`` over
     ``offsets`` and seeds."""
-    parts = _DEEP if (profile["component"] == layer_group(1, COMPOSED)).any() else _SHALLOW
+    parts = _deep_parts(profile) or _SHALLOW
     best, size = None, 0.0
     for part in parts:
         rows = _offsets(profile, part)
@@ -88,19 +128,18 @@ def carrier(profile: pd.DataFrame, offsets: list[int], sign: float) -> str | Non
         value = sign * float(rows["value"].mean())
         if value > size:
             best, size = part, value
-    return _NAMES.get(best) if best else None
+    return part_name(best) if best else None
 
 
 def _share(fit: pd.DataFrame, program: str, metric: str) -> str | None:
     rows = fit[(fit["program"] == program) & (fit["sample"] == "task") & (fit["metric"] == metric)]
     if rows.empty or rows["value"].isna().all():
         return None
-    v = rows["value"] * 100  # a program worse than uniform removes a negative share
-    low, high = minus_signs(f"{v.min():.0f}"), minus_signs(f"{v.max():.0f}")
-    mean = minus_signs(f"{v.mean():.0f}")
+    v = rows["value"]  # a program worse than uniform removes a negative share
+    low, high = number(100 * v.min(), ".0f"), number(100 * v.max(), ".0f")
     if low == high:
-        return f"{mean} %"
-    return f"{mean} % [{low}, {high}]"  # as every range in the report: [min, max]
+        return percent(v.mean())
+    return f"{percent(v.mean())} [{low}, {high}]"  # as every range in the report: [min, max]
 
 
 def sentence(profile: pd.DataFrame, fit: pd.DataFrame) -> str:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..analysis.roles import (INDUCTION, POSITIONAL, ROLES_COLUMN, content_column,
                               control_column, positional_role, split_roles)
+from .numbers import number
 
 CONTENT, POSITION, NONE = "content", "position", "none"
 _PERIOD = re.compile(r"^period(\d+)_acc$")
@@ -84,15 +85,14 @@ def content_or_position(head_scores: pd.DataFrame, behaviour: pd.DataFrame) -> p
 
 def _num(value: float, places: int = 2) -> str:
     """A number at ``places`` decimals with a true minus sign and no negative zero."""
-    text = f"{value:.{places}f}"
-    return "0." + "0" * places if float(text) == 0 else text.replace("-", "−")
+    return number(value, f".{places}f")
 
 
 def sentence(row, block_len: int) -> str:
     """The reading of one model in words, every number from ``row``."""
     n = int(row["seeds"])
     parts = [f"best layer-{int(row['layer'])} head: induction score {_num(row['induction'])} "
-             f"(chance {_num(row['chance'], 3)}, {row['induction'] / row['chance']:.1f} × chance), "
+             f"(chance {_num(row['chance'], 3)}, {_num(row['induction'] / row['chance'], 1)} × chance), "
              f"{_num(row['control'])} on random sequences, content part {_num(row['content'])}"]
     counts = [f"{int(row[f'seeds_{r}'])} of {n} seeds {w}" for r, w in (
         (CONTENT, "look for a copy"), (POSITION, f"look at a position ({POSITIONAL} head)"),

@@ -16,7 +16,7 @@ import pandas as pd
 
 from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT, TOO_CLOSE_ANY,
                      outcome)
-from .labels import minus_signs
+from .numbers import number
 
 # outcome -> (singular, plural) verb phrases of the tally
 VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
@@ -55,7 +55,7 @@ def model_tallies(card: pd.DataFrame, variants: list[str]) -> dict[str, str]:
 
 
 def _fmt(value: float) -> str:
-    return minus_signs(f"{value:.2f}")
+    return number(value, ".2f")
 
 
 def copy_offsets(block_len: int, n_blocks: int) -> list[int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 import operator
+import re
 
 from .labels import minus_signs
 
@@ -56,6 +57,23 @@ def fmt_at(value: float, places: int) -> str:
     if float(text) == 0:
         text = text.lstrip("-")
     return text.replace("-", "−")
+
+
+def number(value: float, spec: str = ".2f") -> str:
+    """``value`` formatted by the format ``spec`` (".2f", "+.2f", ".0f", ".1%", "g" ...)
+    with a true minus sign; a value that prints as zero has no sign ("0.00", never
+    "−0.00" or "+0.00"): number(-0.25) -> "−0.25", number(-0.004, ".2f") -> "0.00"."""
+    text = format(value, spec)
+    mantissa = re.split(r"[eE]", text)[0]
+    if re.search(r"\d", mantissa) and not re.search(r"[1-9]", mantissa):
+        text = text.replace("-", "", 1).replace("+", "", 1) if text[:1] in "+-" else text
+    return minus_signs(text)
+
+
+def percent(share: float, places: int = 0) -> str:
+    """A share (0.25) as a percentage at ``places`` decimals: "25 %"; a share that rounds
+    to zero is "0 %", never "−0 %"."""
+    return f"{number(share * 100, f'.{places}f')} %"
 
 
 def fmt(value) -> str:

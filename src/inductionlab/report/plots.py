@@ -23,6 +23,8 @@ import numpy as np  # noqa: E402
 
 from ..atomic import atomic_path  # noqa: E402
 from .labels import minus_signs  # noqa: E402
+# every number a figure prints: a format spec, a true minus sign, no signed zero
+from .numbers import number  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
 MAX_HEIGHT_IN = 9.0
@@ -54,11 +56,6 @@ def save(fig, path) -> None:
     with atomic_path(path, suffix=".png") as tmp, plt.rc_context(STYLE):
         fig.savefig(tmp, format="png")
     plt.close(fig)
-
-
-def number(value: float, spec: str = ".2f") -> str:
-    """``value`` formatted by ``spec`` with a true minus sign: number(-0.25) -> "−0.25"."""
-    return minus_signs(format(value, spec))
 
 
 def tick_format(spec: str = ".2f"):
