@@ -57,3 +57,27 @@ def stage_settings(name: str, task: dict | None = None, **sections) -> dict:
     config = overlay({"seeds": [0], "variants": {"one_layer": {"n_layers": 1}},
                       **({"task": dict(task)} if task else {})}, sections)
     return settings_document(validate_config(config, SCHEMA), name)
+
+
+def write_up_sources(T: int = 24, n: int = 6):
+    """The sources of one sequence of the write-up's task (block n, T tokens): [1, T, T]."""
+    import torch
+
+    from inductionlab.core.tasks import periodic_sources
+
+    return periodic_sources(torch.tensor([n]), torch.tensor([0]), T)
+
+
+def positional_masks(name: str, T: int = 24, n: int = 6):
+    """The copy-seeking scores' masks written with position arithmetic, as they read on the
+    write-up's task (block n): the reference that the masks read from sources must equal."""
+    import torch
+
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    if name == "induction":
+        return (j >= 1) & (j <= i) & ((i + 1 - j) % n == 0), torch.arange(T) >= n
+    if name == "nearest_copy":
+        return j == i - (n - 1), torch.arange(T) >= n
+    if name == "first_block":
+        return (j >= 1) & (j < n) & (j == (i + 1) % n), torch.arange(T) >= 2 * n
+    raise ValueError(name)

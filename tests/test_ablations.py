@@ -15,6 +15,7 @@ from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config
 from inductionlab.core.data import TaskConfig
+from inductionlab.core.tasks import TaskSample
 from inductionlab.core.metrics import task_metrics
 from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig, build_model
 from inductionlab.core.loading import save_model
@@ -74,9 +75,9 @@ def circuit_table():
     torch.set_num_threads(1)
     model = InductionCircuitModel()
     task = TaskConfig(vocab_size=8)
-    _, distinct = evaluation_samples(task, 128, 0)
+    sample, distinct = evaluation_samples(task, 128, 0)
     ablations = expand_entries(ALL_KINDS, model.cfg)
-    frame, arrays = ablation_table(model, ablations, task, distinct, distinct,
+    frame, arrays = ablation_table(model, ablations, task, TaskSample(distinct, sample.sources), distinct,
                                    ["ABCDEFABCDEF", "BADCFEBADCFE"], local_window=3)
     return frame.set_index("ablation"), arrays
 
@@ -389,9 +390,9 @@ def test_stage_writes_one_tidy_row_per_ablation(stage):
     assert smear["status"] == "skipped: model has no smeared layer" and np.isnan(smear["loss_all"])
     # the baseline row is the behaviour stage's numbers on the same sample
     task = TaskConfig()
-    tokens, _ = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
+    sample, _ = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
     with torch.no_grad():
-        metrics = task_metrics(model(tokens), tokens, task)
+        metrics = task_metrics(model(sample.tokens), sample.tokens, sample.predictable)
     assert frame["loss_all"].iloc[0] == pytest.approx(metrics["loss_all"], rel=1e-6)
     qk_full = frame.set_index("ablation").loc["qk_full_L1"]
     assert qk_full["loss_all"] == frame["loss_all"].iloc[0]

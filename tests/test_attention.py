@@ -3,11 +3,11 @@ import torch
 
 from handbuilt import (FixedPatternCopyModel, InductionCircuitModel, ShiftCopyModel,
                        every_copy_pattern)
-from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, copying_score,
-                                    first_block_score, head_score_table, induction_masks,
-                                    induction_score, local_score, nearest_copy_masks,
-                                    nearest_copy_score, offset_profile, prefix_match_mask,
-                                    prefix_matching_masks, previous_token_score, uniform_pattern)
+from helpers import positional_masks, write_up_sources
+from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, attention_score,
+                                    copying_score, head_score_table, local_score,
+                                    offset_profile, prefix_match_mask, prefix_matching_masks,
+                                    previous_token_score, uniform_pattern)
 from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.roles import head_roles, role_threshold
@@ -17,7 +17,7 @@ TASK = TaskConfig()
 
 def _scores(model):
     tokens, distinct = evaluation_samples(TASK, 64, seed=0)
-    frame, means = head_score_table(model, tokens, distinct, TASK.block_len, local_window=3)
+    frame, means = head_score_table(model, tokens, distinct, local_window=3)
     return frame.iloc[0], means
 
 
@@ -50,15 +50,20 @@ def test_scores_on_uniform_attention():
     # mean of 1/(i+1) over the queries where each score is defined
     assert previous_token_score(uniform)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(1, T)) / (T - 1), rel=1e-6)
-    assert nearest_copy_score(uniform, 6)[0].item() == pytest.approx(
+    sources = write_up_sources(T, 6)
+
+    def score(name):
+        return attention_score(uniform, name, sources=sources)[0]
+
+    assert score("nearest_copy")[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(6, T)) / (T - 6), rel=1e-6)
     assert local_score(uniform, 1)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(T)) / T, rel=1e-6)
     # every copy of token i + 1 among keys 1..i: 1, 2 and 3 of them in blocks 2, 3, 4
     copies = sum(len([j for j in range(1, i + 1) if (i + 1 - j) % 6 == 0]) / (i + 1) for i in range(6, T))
-    assert induction_score(uniform, 6)[0].item() == pytest.approx(copies / (T - 6), rel=1e-6)
+    assert score("induction")[0].item() == pytest.approx(copies / (T - 6), rel=1e-6)
     # key 0 left out: the queries whose first-block copy is key 0 (17 and 23) count with no key
-    assert first_block_score(uniform, 6)[0].item() == pytest.approx(
+    assert score("first_block")[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(12, T) if (i + 1) % 6) / (T - 12), rel=1e-6)
 
 
@@ -70,7 +75,7 @@ def test_chance_levels_of_the_task():
     expected = {"previous_token": 0.121, "local": 0.310, "nearest_copy": 0.074, "induction": 0.127,
                 "first_block": 0.048, "first_token": 0.121}
     for name, value in expected.items():
-        score, chance = attention_score(u, name, 6, local_window=3)
+        score, chance = attention_score(u, name, local_window=3, sources=write_up_sources())
         assert chance == pytest.approx(value, abs=5e-4), name
         assert score.item() == pytest.approx(chance, rel=1e-6), name
 
@@ -90,7 +95,7 @@ def test_head_spreading_over_every_copy_is_a_full_induction_head():
     row, _ = _scores(FixedPatternCopyModel(pattern))
     assert row["induction"] == pytest.approx(1.0)
     # the nearest copy holds 1, 1/2 and 1/3 of the attention in blocks 2, 3 and 4
-    keys, queries = nearest_copy_masks(24, 6)
+    keys, queries = positional_masks("nearest_copy", 24, 6)
     for block, share in ((1, 1.0), (2, 1 / 2), (3, 1 / 3)):
         in_block = queries & (torch.arange(24) // 6 == block)
         assert attention_mass(pattern[None, None], keys, in_block).item() == pytest.approx(share)
@@ -180,7 +185,7 @@ def test_attention_mass_with_shared_masks_equals_the_mean_of_each_sequence_s_mas
     # shared masks take the mean over sequences first; per-sequence masks cannot
     gen = torch.Generator().manual_seed(3)
     pattern = torch.softmax(torch.randn(5, 2, 12, 12, generator=gen), dim=-1)
-    keys, queries = induction_masks(12, 3)
+    keys, queries = positional_masks("induction", 12, 3)
     per_sequence = torch.stack([
         torch.stack([(pattern[b, h] * keys)[queries].sum(-1).mean() for h in range(2)])
         for b in range(5)]).mean(0)
@@ -197,7 +202,7 @@ def _scores_with_control(model, task=TASK, n=256):
     from inductionlab.core.data import control_sample
 
     tokens, distinct = evaluation_samples(task, n, seed=0)
-    frame, _ = head_score_table(model, tokens, distinct, task.block_len, local_window=3,
+    frame, _ = head_score_table(model, tokens, distinct, local_window=3,
                                 control_tokens=control_sample(n, task, 0), intervals=True, seed=0)
     return frame
 

@@ -169,20 +169,21 @@ def upper_bound_of_no_event(n: int) -> float:
 @pytest.fixture(scope="module")
 def shift_summary():
     """The behaviour summary of the shift-5 copier."""
-    spec = SimpleNamespace(task=TASK, name="shift/seed0", variant="shift", seed=0)
+    spec = SimpleNamespace(task=TASK, task_name="write_up", name="shift/seed0", variant="shift", seed=0)
     tables, _ = behaviour_results(ShiftCopyModel(shift=5), spec, SETTINGS)
     return tables["summary"]
 
 
 def test_every_sampled_value_of_the_summary_has_an_interval(shift_summary):
-    assert list(shift_summary.columns) == ["variant", "seed", "metric", "value", "low", "high"]
+    assert list(shift_summary.columns) == ["variant", "seed", "metric", "value", "low", "high", "task"]
     summary = shift_summary.set_index("metric")
     for name in ("period4_acc", "period8_acc", "shared_prefix_follows_first",
                  "shared_prefix_follows_nearest", "shared_prefix_nearest_minus_first",
                  "ood_two_blocks_second_minus_first", "loss_pos22", "repeat_when_correct_rate"):
         assert name in summary.index, name
-    counts = summary.index.str.endswith("_acc_std") | (summary.index == "repeat_when_correct_n")
-    assert counts.sum() == 5  # four stds and a count
+    counts = summary.index.str.endswith("_acc_std") | (summary.index == "repeat_when_correct_n") \
+        | summary.index.str.startswith("floor_")
+    assert counts.sum() == 8  # four stds, a count and the task's floor (computed exactly)
     assert summary.loc[counts, ["low", "high"]].isna().all().all()
     sampled = summary[~counts]
     assert sampled[["low", "high"]].notna().all().all()
@@ -312,6 +313,6 @@ def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
     def never(tokens, *args, **kwargs):
         raise AssertionError("the model ran")
 
-    spec = SimpleNamespace(task=TASK, name="never/seed0", variant="never", seed=0)
+    spec = SimpleNamespace(task=TASK, task_name="write_up", name="never/seed0", variant="never", seed=0)
     with pytest.raises(ValueError, match="behaviour.shared_prefix_len: 0"):
         behaviour_results(never, spec, {**SETTINGS, "shared_prefix_len": 0})

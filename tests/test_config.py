@@ -23,7 +23,7 @@ def test_defaults_are_filled():
     assert config["train"]["steps"] == 10000 and config["train"]["batch_size"] == 256
     assert config["variants"]["a"] == {"n_layers": 2, "d_model": 32, "n_heads": 4,
                                        "pos_encoding": "original", "smear_layers": [],
-                                       "smear_form": "per_position"}
+                                       "smear_form": "per_position", "task": "write_up"}
 
 
 def test_default_config_is_the_write_ups_three_models():

@@ -149,6 +149,7 @@ def methods_score_table() -> dict[str, tuple[str, str]]:
 
 
 def test_methods_chance_levels_and_role_thresholds_match_the_code():
+    from helpers import write_up_sources
     from inductionlab.analysis.attention import ATTENTION_SCORES, chance_level, score_masks
     from inductionlab.analysis.roles import ROLE_SCORES, role_threshold
 
@@ -159,7 +160,7 @@ def test_methods_chance_levels_and_role_thresholds_match_the_code():
     rows = methods_score_table()
     assert set(rows) == set(ATTENTION_SCORES)
     for score in ATTENTION_SCORES:
-        keys, queries = score_masks(score, T, n, roles["local_window"], distinct)
+        keys, queries = score_masks(score, T, roles["local_window"], write_up_sources(T, n), distinct)
         chance = chance_level(keys, queries)
         printed_chance, printed_threshold = rows[score]
         assert printed_chance == f"{chance:.3f}", score

@@ -412,7 +412,7 @@ def test_checkpoints_are_scored_on_a_prefix_of_the_behaviour_sample(staged, tmp_
     final = _final(tmp_path)
     model, model_spec = load_model(folder / "model.pt")
     tokens, distinct = evaluation_samples(model_spec.task, 48, 11)  # _behaviour_settings
-    expected, _ = head_score_table(model, tokens[:16], distinct[:16], 6, 3)
+    expected, _ = head_score_table(model, tokens[:16], distinct[:16], 3)
     for metric in ("induction", "prefix_matching", "copying"):
         ours = final[final["metric"] == metric].sort_values(["layer", "head"])["value"].to_numpy()
         assert (ours == expected.sort_values(["layer", "head"])[metric].to_numpy()).all(), metric

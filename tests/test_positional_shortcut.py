@@ -95,7 +95,7 @@ def test_a_table_that_points_5_back_solves_the_task_in_one_layer():
     assert metrics["induction_chance"] == pytest.approx(0.1266, abs=1e-4)
     assert metrics["acc_pred"] == 1.0 and metrics["loss_pred"] < 0.01
     assert metrics["random_len12_acc_mean"] == 1.0 and metrics["random_len12_exact"] == 1.0
-    offsets = offset_table(model, evaluation_samples(TASK, 64, 0)[0])
+    offsets = offset_table(model, evaluation_samples(TASK, 64, 0)[0].tokens)
     by_offset = offsets.set_index("offset")["attention"]
     assert by_offset.idxmax() == 5 and by_offset[5] == pytest.approx(1.0, abs=1e-4)
 
@@ -109,7 +109,7 @@ def test_the_same_model_with_a_fixed_table_does_not():
 
 def test_offset_table_reads_the_attention_not_the_table():
     """A head fixed to attend 5 back shows offset 5 whatever its positional table says."""
-    offsets = offset_table(ShiftCopyModel(shift=5), evaluation_samples(TASK, 32, 0)[0])
+    offsets = offset_table(ShiftCopyModel(shift=5), evaluation_samples(TASK, 32, 0)[0].tokens)
     assert list(offsets.columns) == ["layer", "head", "offset", "attention"]
     assert len(offsets) == 24
     attention = offsets.set_index("offset")["attention"]
@@ -118,13 +118,13 @@ def test_offset_table_reads_the_attention_not_the_table():
 
 
 def test_attention_summary_counts_every_copy_of_the_target():
-    tokens = evaluation_samples(TASK, 64, 0)[0]
+    sample = evaluation_samples(TASK, 64, 0)[0]
     # a head that attends 11 back copies the target too, but never looks 5 back: queries
     # 12..23 hold a copy 11 back (query 11's is key 0, left out), queries 6..10 attend key 0
-    eleven = attention_summary(ShiftCopyModel(shift=11), tokens, TASK)
+    eleven = attention_summary(ShiftCopyModel(shift=11), sample)
     assert eleven["induction_max"] == pytest.approx(12 / 18)
     assert eleven["nearest_copy_max"] == pytest.approx(0.0)
-    five = attention_summary(ShiftCopyModel(shift=5), tokens, TASK)
+    five = attention_summary(ShiftCopyModel(shift=5), sample)
     assert five == {"nearest_copy_max": pytest.approx(1.0), "nearest_copy_chance": pytest.approx(0.0737, abs=1e-4),
                     "induction_max": pytest.approx(1.0), "induction_chance": pytest.approx(0.1266, abs=1e-4)}
 

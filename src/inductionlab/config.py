@@ -194,6 +194,7 @@ def check_semantics(config: dict) -> list[str]:
         if bad:
             problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
                             f"n_layers = {spec['n_layers']} (layers are 0-based)")
+    problems += _check_tasks(config)
     problems += _check_behaviour(config)
     problems += _check_ablations(config)
     train = config["train"]
@@ -201,6 +202,14 @@ def check_semantics(config: dict) -> list[str]:
         problems.append(f"train.eval_every: {train['eval_every']} exceeds train.steps = "
                         f"{train['steps']}; the log would hold only the first and last step")
     return problems
+
+
+def _check_tasks(config: dict) -> list[str]:
+    """Every entry of ``tasks:`` (a declared kind, settings it takes, within the context)
+    and every variant's ``task`` (a known name)."""
+    from .core.tasks import tasks_problems
+
+    return tasks_problems(config)
 
 
 def _check_ablations(config: dict) -> list[str]:

@@ -209,7 +209,7 @@ def suite_accuracy(model, prompts: list[str], task) -> float:
 
 
 @torch.no_grad()
-def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: list[str],
+def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
             local_window: int, control: torch.Tensor | None = None) -> tuple[dict, list[torch.Tensor]]:
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
@@ -222,17 +222,18 @@ def measure(model, task, tokens: torch.Tensor, distinct: torch.Tensor, prompts: 
     (``induction_control_mean_L{l}``, ...: the positional control).
     """
     from .attention import head_score_table
-    from ..core.data import predictable_mask
     from ..core.metrics import per_token_loss, task_metrics
 
-    scores, patterns, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
+    tokens, predictable = sample.tokens, sample.predictable
+    scores, patterns, logits = head_score_table(model, sample, distinct, local_window,
                                                 return_logits=True, copying=False,
                                                 control_tokens=control)
-    metrics = task_metrics(logits, tokens, task)
+    metrics = task_metrics(logits, tokens, predictable)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
-    losses = per_token_loss(logits, tokens)  # per sequence, for the deltas' intervals
-    row[PER_SEQUENCE] = {"loss_all": losses.mean(-1).double().numpy(),
-                         "loss_pred": losses[:, predictable_mask(task)].mean(-1).double().numpy()}
+    losses = per_token_loss(logits, tokens).double()  # per sequence, for the deltas' intervals
+    mask = predictable.double()
+    row[PER_SEQUENCE] = {"loss_all": losses.mean(-1).numpy(),
+                         "loss_pred": ((losses * mask).sum(-1) / mask.sum(-1).mean()).numpy()}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
     for name in SCORES:
         for l, group in scores.groupby("layer"):
@@ -259,7 +260,7 @@ def delta_interval(own: dict | None, base: dict | None, metric: str, seed: int) 
     return bootstrap_interval(own[metric] - base[metric], seed=seed, purpose="ablation-sequences")
 
 
-def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
+def ablation_table(model, ablations: list[Ablation], task, sample,
                    distinct: torch.Tensor, prompts: list[str], local_window: int,
                    log=lambda msg: None, control: torch.Tensor | None = None, seed: int = 0
                    ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -271,13 +272,13 @@ def ablation_table(model, ablations: list[Ablation], task, tokens: torch.Tensor,
     over sequences seeded from ``seed``), and the mean attention patterns
     {name: [L, H, T, T]} of every ablation that ran.
     """
-    means = head_means(model, tokens) if any(a.kind == "mean_heads" for a in ablations) else None
+    means = head_means(model, sample.tokens) if any(a.kind == "mean_heads" for a in ablations) else None
     rows, arrays = [], {}
     for ablation in [BASELINE] + [a for a in ablations if a.name != BASELINE.name]:
         row = {f.name: getattr(ablation, f.name) for f in fields(Ablation)}
         row["ablation"] = row.pop("name")
         if not ablation.skipped:
-            metrics, patterns = measure(AblatedModel(model, ablation, means), task, tokens, distinct,
+            metrics, patterns = measure(AblatedModel(model, ablation, means), task, sample, distinct,
                                         prompts, local_window, control)
             row.update(metrics)
             arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
@@ -313,7 +314,9 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     from .behaviour import check_prompt, evaluation_samples
     from ..core.data import control_sample
 
-    task = spec.task
+    from ..core.data import TaskConfig
+
+    task = TaskConfig.from_dict(behaviour["task"])  # the write-up's: the prompt suite's
     prompts = [p["prompt"] for p in behaviour["prompts"]]
     for p in prompts:  # checked before any model runs
         check_prompt(p, task)
@@ -321,9 +324,9 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     n_run = sum(not a.skipped for a in ablations)
     log(f"[{spec.name}] {n_run} ablation(s) + baseline on "
         f"{behaviour['n_sequences']} sequences; {len(ablations) - n_run} skipped")
-    tokens, distinct = evaluation_samples(task, behaviour["n_sequences"], behaviour["eval_seed"])
+    sample, distinct = evaluation_samples(spec.task, behaviour["n_sequences"], behaviour["eval_seed"])
     control = control_sample(behaviour["n_sequences"], task, behaviour["eval_seed"])
-    frame, arrays = ablation_table(model, ablations, task, tokens, distinct, prompts,
+    frame, arrays = ablation_table(model, ablations, task, sample, distinct, prompts,
                                    behaviour["roles"]["local_window"],
                                    log=lambda msg: log(f"[{spec.name}] {msg}"), control=control,
                                    seed=behaviour["eval_seed"])

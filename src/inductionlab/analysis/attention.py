@@ -7,15 +7,20 @@ score is therefore a pair of masks (which keys, which queries), and its chance l
 is the same function applied to uniform causal attention (A[i, j] = 1/(i + 1)) with
 the same masks (:func:`chance_level`): never a hard-coded number.
 
-The scores (``block_len`` n; T = n_blocks · n):
+The scores. The copy-seeking ones are read from where each copy actually is: the
+sources of the target token i + 1 that the task's sampler returns, sequence by sequence
+(:func:`copy_masks`); the others are positional or token-defined:
 
     previous_token   key i − 1; queries i >= 1
     local            keys i − window + 1 .. i; queries i >= window − 1
-    induction        every earlier copy of the target token i + 1: keys 1 <= j <= i with
-                     j ≡ i + 1 (mod n) (key 0 left out, as a possible sink); queries i >= n
-    nearest_copy     only the nearest copy, key i − (n − 1); queries i >= n
-    first_block      the copy in the first block, key (i + 1) mod n unless it is key 0 (left
-                     out as for induction); queries i >= 2n (the queries whose copy is key 0
+    induction        every source j >= 1 of the target (key 0 left out, as a possible
+                     sink); queries whose target has one. On the write-up's task (block n):
+                     keys 1 <= j <= i with j ≡ i + 1 (mod n), queries i >= n
+    nearest_copy     only the nearest source (write-up's task: key i − (n − 1)); queries
+                     whose nearest source is >= 1
+    first_block      the earliest source unless it is key 0 (left out as for induction);
+                     queries whose target has at least two sources >= 1 (write-up's task:
+                     key (i + 1) mod n, queries i >= 2n; the queries whose copy is key 0
                      count with no key, so a head that does exactly this scores (n − 1)/n)
     first_token      key 0 itself (a possible attention sink); queries i >= 1
     prefix_matching  keys j < i with token[j − 1] == token[i]; queries that have one
@@ -24,8 +29,9 @@ The scores (``block_len`` n; T = n_blocks · n):
 The positional control. On the task every copy of the target sits at a fixed position,
 so a head that looks at a position whatever it holds scores like one that looks for a
 copy. Every score is therefore also taken on a control sample of random sequences (no
-repeated block), with the same queries and keys (for prefix matching: the keys that the
-distinct-letter sample's matches select, sequence by sequence): ``<score>_control``. The
+repeated block), with the same queries and keys (control sequence b takes task sequence
+b's masks; for prefix matching: the keys that the distinct-letter sample's matches select,
+sequence by sequence): ``<score>_control``. The
 content part, ``<score>_content`` = score − control, is what a copy-seeking role reads:
 a pure induction head scores about chance on the control; a head that attends to
 positions 0–5 whatever they hold scores on the control what it scores on the task.
@@ -143,24 +149,48 @@ def local_masks(T: int, window: int) -> tuple[torch.Tensor, torch.Tensor]:
     return (i - j >= 0) & (i - j < window), torch.arange(T) >= window - 1
 
 
-def induction_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every earlier copy of token i + 1: keys 1 <= j <= i, j ≡ i + 1 (mod n); queries i >= n."""
-    i, j = _grid(T)
-    return (j >= 1) & (j <= i) & ((i + 1 - j) % block_len == 0), torch.arange(T) >= block_len
+def copy_masks(name: str, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(keys [B, T, T], queries [B, T]) of a copy-seeking score, read from the sources of
+    every token (``sources[b, t, j]``: token t was copied from position j,
+    :class:`~inductionlab.core.tasks.TaskSample`); query i's target is token i + 1.
+
+    ``induction``: every source j >= 1 of the target, queries whose target has one;
+    ``nearest_copy``: the nearest source, queries whose nearest source is >= 1;
+    ``first_block``: the earliest source unless it is key 0, queries whose target has at
+    least two sources >= 1. Key 0 is left out as a possible attention sink. On the
+    write-up's task these are keys j ≡ i + 1 (mod n) with queries i >= n; key i − (n − 1);
+    and key (i + 1) mod n with queries i >= 2n.
+    """
+    from ..core.tasks import query_sources
+
+    q = query_sources(sources)  # [B, T(query), T(key)]
+    T = q.shape[-1]
+    j = torch.arange(T, device=q.device)
+    beyond_sink = q & (j >= 1)
+    if name == "induction":
+        keys = beyond_sink
+        return keys, keys.any(-1)
+    has = q.any(-1, keepdim=True)
+    if name == "nearest_copy":
+        nearest = torch.where(q, j, -1).amax(-1, keepdim=True)
+        keys = (j == nearest) & has & (j >= 1)
+        return keys, keys.any(-1)
+    if name == "first_block":
+        earliest = torch.where(q, j, T).amin(-1, keepdim=True)
+        keys = (j == earliest) & has & (j >= 1)
+        return keys, beyond_sink.sum(-1) >= 2
+    raise ValueError(f"{name!r} is not a copy-seeking score")
 
 
-def nearest_copy_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Key i − (n − 1), the nearest copy of token i + 1; queries i >= n."""
-    i, j = _grid(T)
-    return j == i - (block_len - 1), torch.arange(T) >= block_len
+COPY_SCORES = ("induction", "nearest_copy", "first_block")
 
 
-def first_block_masks(T: int, block_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The copy of token i + 1 in the first block, key (i + 1) mod n, key 0 left out;
-    queries i >= 2n."""
-    i, j = _grid(T)
-    return ((j >= 1) & (j < block_len) & (j == (i + 1) % block_len),
-            torch.arange(T) >= 2 * block_len)
+def shared_masks(keys: torch.Tensor, queries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sequence masks that are the same for every sequence as one [T, T], [T] pair
+    (what fixed positions give: the mean pattern meets them once); others as they are."""
+    if keys.dim() == 3 and bool((keys == keys[:1]).all()) and bool((queries == queries[:1]).all()):
+        return keys[0], queries[0]
+    return keys, queries
 
 
 def first_token_masks(T: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -184,19 +214,19 @@ def prefix_matching_masks(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return keys, keys.any(-1)
 
 
-def score_masks(name: str, T: int, block_len: int, local_window: int,
+def score_masks(name: str, T: int, local_window: int, sources: torch.Tensor | None = None,
                 tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(keys, queries) of attention score ``name`` (one of :data:`ATTENTION_SCORES`)."""
+    """(keys, queries) of attention score ``name`` (one of :data:`ATTENTION_SCORES`): the
+    copy-seeking scores from the ``sources`` of a task sample (:func:`copy_masks`), prefix
+    matching from ``tokens``, the others from positions."""
     if name == "previous_token":
         return previous_token_masks(T)
     if name == "local":
         return local_masks(T, local_window)
-    if name == "induction":
-        return induction_masks(T, block_len)
-    if name == "nearest_copy":
-        return nearest_copy_masks(T, block_len)
-    if name == "first_block":
-        return first_block_masks(T, block_len)
+    if name in COPY_SCORES:
+        if sources is None:
+            raise ValueError(f"{name} needs the sources of a task sample")
+        return shared_masks(*copy_masks(name, sources))
     if name == "first_token":
         return first_token_masks(T)
     if name == "prefix_matching":
@@ -206,10 +236,12 @@ def score_masks(name: str, T: int, block_len: int, local_window: int,
     raise ValueError(f"unknown attention score {name!r}; known: {list(ATTENTION_SCORES)}")
 
 
-def attention_score(pattern: torch.Tensor, name: str, block_len: int, local_window: int = 3,
+def attention_score(pattern: torch.Tensor, name: str, local_window: int = 3,
+                    sources: torch.Tensor | None = None,
                     tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, float]:
-    """Score ``name`` of every head [H] and its chance level."""
-    keys, queries = score_masks(name, pattern.shape[-1], block_len, local_window, tokens)
+    """Score ``name`` of every head [H] and its chance level (``sources``: of the
+    sequences ``pattern`` was taken on, for the copy-seeking scores)."""
+    keys, queries = score_masks(name, pattern.shape[-1], local_window, sources, tokens)
     return attention_mass(pattern, keys, queries), chance_level(keys, queries)
 
 
@@ -221,21 +253,6 @@ def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
 def local_score(pattern: torch.Tensor, window: int) -> torch.Tensor:
     """Mean attention to the current and the previous window - 1 tokens, over i >= window - 1: [H]."""
     return attention_mass(pattern, *local_masks(pattern.shape[-1], window))
-
-
-def induction_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
-    """Attention on every earlier copy of the target (keys j >= 1), over queries i >= n: [H]."""
-    return attention_mass(pattern, *induction_masks(pattern.shape[-1], block_len))
-
-
-def nearest_copy_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
-    """Mean A[i, i - (n - 1)] over queries i >= n: [H]."""
-    return attention_mass(pattern, *nearest_copy_masks(pattern.shape[-1], block_len))
-
-
-def first_block_score(pattern: torch.Tensor, block_len: int) -> torch.Tensor:
-    """Attention on the target's copy in the first block, over queries i >= 2n: [H]."""
-    return attention_mass(pattern, *first_block_masks(pattern.shape[-1], block_len))
 
 
 def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -301,14 +318,15 @@ BOOTSTRAP_PURPOSE = "evaluation-sequences"
 
 
 @torch.no_grad()
-def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor, block_len: int,
+def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                      local_window: int, intervention=None, return_logits: bool = False,
                      copying: bool = True, control_tokens: torch.Tensor | None = None,
                      intervals: bool = False, seed: int = 0):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
-    ``tokens``: task sequences (every score but prefix matching); ``distinct_tokens``:
-    task sequences whose blocks have distinct letters (prefix matching);
+    ``sample``: a :class:`~inductionlab.core.tasks.TaskSample` of the model's task (every
+    score but prefix matching; the copy-seeking scores read its sources);
+    ``distinct_tokens``: task sequences whose fresh letters are distinct (prefix matching);
     ``control_tokens``: random sequences without a repeated block, as many as
     ``distinct_tokens`` (the positional control: every score again on them, with the same
     queries and keys; prefix matching with the distinct sample's keys, sequence by
@@ -323,33 +341,34 @@ def head_score_table(model, tokens: torch.Tensor, distinct_tokens: torch.Tensor,
     from ..core.model import NO_INTERVENTION
 
     intervention = intervention or NO_INTERVENTION
+    tokens = sample.tokens
     logits, cache = model.run_with_cache(tokens, intervention, head_out=copying)
     _, distinct = model.run_with_cache(distinct_tokens, intervention, head_out=False)
     control = None
     if control_tokens is not None:
-        if len(control_tokens) != len(distinct_tokens):
+        if not len(control_tokens) == len(distinct_tokens) == len(tokens):
             raise ValueError(f"the control sample has {len(control_tokens)} sequences, the "
-                             f"distinct-letter sample {len(distinct_tokens)}: they are paired")
+                             f"task sample {len(tokens)} and the distinct-letter sample "
+                             f"{len(distinct_tokens)}: they are paired")
         _, control = model.run_with_cache(control_tokens, intervention, head_out=False)
     T = tokens.shape[1]
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
-        mean = mean_pattern(pattern)  # every score but prefix matching has fixed masks
+        mean = mean_pattern(pattern)
         scores = {}
         for name in ATTENTION_SCORES:
             on_distinct = name == "prefix_matching"
-            keys, queries = score_masks(name, T, block_len, local_window,
+            keys, queries = score_masks(name, T, local_window, sample.sources,
                                         distinct_tokens if on_distinct else None)
             source = distinct.pattern[l] if on_distinct else pattern
-            scores[name] = attention_mass(source if on_distinct else mean, keys, queries)
+            scores[name] = attention_mass(source, keys, queries)
             if intervals:
                 num, den = attention_mass_per_sequence(source, keys, queries)
                 scores.update(zip(interval_columns(name), bootstrap_interval(
                     num, den, seed=seed, purpose=BOOTSTRAP_PURPOSE)))
             scores[f"{name}_chance"] = chance_level(keys, queries)
             if control is not None:
-                ctrl = attention_mass(control.pattern[l] if on_distinct
-                                      else mean_pattern(control.pattern[l]), keys, queries)
+                ctrl = attention_mass(control.pattern[l], keys, queries)
                 scores[control_column(name)] = ctrl
                 scores[content_column(name)] = scores[name] - ctrl
                 if intervals:

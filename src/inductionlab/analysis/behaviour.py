@@ -32,7 +32,8 @@ import pandas as pd
 import torch
 
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
-                         predictable_mask, repeat_blocks, sample_blocks)
+                         repeat_blocks, sample_blocks)
+from ..core.tasks import TaskSample, task_from_dict
 from ..core.decoding import greedy_complete
 from ..core.seeding import generator
 from ..config import behaviour_settings_problems
@@ -48,9 +49,15 @@ COMPLETIONS = declare_table(
     "completions", ["variant", "seed", "prompt", "in_distribution", "completion", "expected",
                     "accuracy", "write_up_completion", "immediate_repeat_rate", "share_in_prompt"],
     keys=["prompt", "in_distribution", "expected", "write_up_completion"])
-BEHAVIOUR = declare_table("behaviour", ["variant", "seed", "metric", "value", "low", "high"],
-                          keys=["metric"], long=True,
-                          units={r"loss_\w+|icl_score": NATS})
+# ``task``: the task whose sample the metric is measured on (the model's own, by its name
+# in the config, or write_up); a model trained on another task is also measured on the
+# write-up's, those metrics prefixed ``write_up_``. ``floor_*``: the Bayes-optimal
+# predictor of the model's own task (no interval: computed exactly).
+BEHAVIOUR = declare_table("behaviour", ["variant", "seed", "metric", "value", "low", "high", "task"],
+                          keys=["metric", "task"], long=True,
+                          units={r"(write_up_|floor_)?loss_\w+|(write_up_)?icl_score": NATS})
+WRITE_UP_PREFIX = "write_up_"
+FLOOR_PREFIX = "floor_"
 
 # ---------------------------------------------------------------- prompts
 
@@ -185,11 +192,13 @@ def repeat_when_correct(logits: torch.Tensor, tokens: torch.Tensor, start: int) 
     return float(k) / n, n
 
 
-def repeat_when_correct_counts(logits: torch.Tensor, tokens: torch.Tensor, start: int) -> tuple[int, int]:
-    """(k, n) of :func:`repeat_when_correct`: predicted repeats among the n repeating targets."""
-    target, current = tokens[:, start + 1:], tokens[:, start:-1]
-    repeat = target == current
-    predicted = logits[:, start:-1].argmax(-1) == current
+def repeat_when_correct_counts(logits: torch.Tensor, tokens: torch.Tensor,
+                               predictable: torch.Tensor) -> tuple[int, int]:
+    """(k, n) of :func:`repeat_when_correct`: predicted repeats among the n predictable
+    targets that repeat the current letter (``predictable`` bool [B, T - 1] or [T - 1])."""
+    target, current = tokens[:, 1:], tokens[:, :-1]
+    repeat = (target == current) & predictable.expand_as(target)
+    predicted = logits[:, :-1].argmax(-1) == current
     return int((predicted & repeat).sum()), int(repeat.sum())
 
 
@@ -245,35 +254,40 @@ def icl_score(loss_pos: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def model_summary(model, tokens: torch.Tensor, task: TaskConfig, logits=None) -> dict:
-    """Headline numbers of a model on ``tokens``: loss_all, loss_pred, acc_pred,
+def model_summary(model, sample: TaskSample, logits=None) -> dict:
+    """Headline numbers of a model on a task sample: loss_all, loss_pred, acc_pred,
     icl_score and loss_pos (the per-prediction loss, a list of T - 1 values).
-    ``logits``: the model's logits on ``tokens`` if already computed."""
+    ``logits``: the model's logits on the sample's tokens if already computed."""
     from ..core.metrics import task_metrics
 
-    metrics = task_metrics(model(tokens) if logits is None else logits, tokens, task)
+    tokens = sample.tokens
+    metrics = task_metrics(model(tokens) if logits is None else logits, tokens, sample.predictable)
     return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
             "acc_pred": metrics["acc_pred"], "icl_score": icl_score(torch.tensor(metrics["loss_pos"])),
             "loss_pos": metrics["loss_pos"]}
 
 
-def sequence_measures(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConfig) -> dict[str, Measure]:
-    """:func:`model_summary` of the logits on ``tokens``, each value with its sequences'
+def sequence_measures(logits: torch.Tensor, sample: TaskSample) -> dict[str, Measure]:
+    """:func:`model_summary` of the logits on a task sample, each value with its sequences'
     own values (bootstrap over sequences): loss_all, loss_pred, acc_pred, icl_score and
     loss_pos{i} for every prediction i; then ``repeat_when_correct_rate`` (exact binomial)
-    and ``repeat_when_correct_n`` (a count: no interval)."""
+    and ``repeat_when_correct_n`` (a count: no interval). Predictable targets are pooled
+    over sequences; where their number varies per sequence, a sequence's unit is its sum
+    over the mean count (so the units' mean is the pooled value)."""
     from ..core.metrics import per_token_loss
 
-    summary = model_summary(None, tokens, task, logits=logits)
+    tokens = sample.tokens
+    summary = model_summary(None, sample, logits=logits)
     losses = per_token_loss(logits, tokens).double()  # [B, T - 1]
-    mask = predictable_mask(task).to(losses.device)
-    correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:])[:, mask].double()
+    mask = sample.predictable.to(losses.device).double()
+    correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:]).double()
+    count = mask.sum(-1).mean().clamp_min(1e-12)
     out = {"loss_all": mean_measure(losses.mean(-1), summary["loss_all"]),
-           "loss_pred": mean_measure(losses[:, mask].mean(-1), summary["loss_pred"]),
-           "acc_pred": mean_measure(correct.mean(-1), summary["acc_pred"]),
+           "loss_pred": mean_measure((losses * mask).sum(-1) / count, summary["loss_pred"]),
+           "acc_pred": mean_measure((correct * mask).sum(-1) / count, summary["acc_pred"]),
            "icl_score": mean_measure(losses[:, -1] - losses[:, 0], summary["icl_score"])}
     out.update({f"loss_pos{i}": mean_measure(losses[:, i], v) for i, v in enumerate(summary["loss_pos"])})
-    k, n = repeat_when_correct_counts(logits, tokens, task.first_predictable)
+    k, n = repeat_when_correct_counts(logits, tokens, sample.predictable)
     out["repeat_when_correct_rate"] = Measure(float(k) / n if n else math.nan, events=(k, n))
     out["repeat_when_correct_n"] = Measure(float(n))
     return out
@@ -281,17 +295,37 @@ def sequence_measures(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConf
 
 # ---------------------------------------------------------------- the stage
 
-def evaluation_samples(task: TaskConfig, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The fixed samples every model is scored on: random task sequences, and task
-    sequences whose blocks have distinct letters (for prefix matching)."""
-    random = repeat_blocks(sample_blocks(n, task, generator(seed, "behaviour-sample")), task.n_blocks)
-    distinct_pattern = ALPHABET[:task.block_len]
-    if task.block_len > task.vocab_size:
-        raise ValueError("block_len exceeds vocab_size: no block has distinct letters")
-    distinct = repeat_blocks(
-        blocks_with_pattern(distinct_pattern, n, task.vocab_size, generator(seed, "distinct-sample")),
-        task.n_blocks)
-    return random, distinct
+def evaluation_samples(task, n: int, seed: int) -> tuple[TaskSample, torch.Tensor]:
+    """The fixed samples a model is scored on, of ``task`` (any kind): a task sample (tokens
+    and sources), and task sequences whose fresh letters are distinct (for prefix
+    matching: each letter that is no copy is new, so the target of a match is unambiguous).
+    """
+    sample = task.sample(n, generator(seed, "behaviour-sample"))
+    shape = task.sample(n, generator(seed, "distinct-shape"))
+    return sample, distinct_letters(shape, task.vocab_size, generator(seed, "distinct-sample"))
+
+
+def distinct_letters(sample: TaskSample, vocab_size: int, gen: torch.Generator) -> torch.Tensor:
+    """The sequences of ``sample`` with their letters redrawn so that every token without a
+    source is a letter not seen before in its sequence (drawn uniformly without
+    replacement) and every copy is its source's letter: [B, T]. On the write-up's task:
+    blocks of distinct letters, repeated."""
+    tokens, sources = sample.tokens, sample.sources[:, :-1]
+    B, T = tokens.shape
+    fresh = ~sources.any(-1)  # [B, T]
+    k = int(fresh.sum(-1).max())
+    if k > vocab_size:
+        raise ValueError(f"a sequence of the task has {k} letters that are no copy, more than "
+                         f"the {vocab_size} letters: no sample with distinct letters")
+    letters = torch.argsort(torch.rand(B, vocab_size, generator=gen), dim=1)[:, :k]
+    rank = fresh.long().cumsum(-1) - 1
+    earliest = sources.float().argmax(-1)  # the first source of a copy
+    out = torch.zeros_like(tokens)
+    for t in range(T):
+        from_source = out.gather(1, earliest[:, t:t + 1]).squeeze(1)
+        new = letters.gather(1, rank[:, t:t + 1].clamp_min(0)).squeeze(1)
+        out[:, t] = torch.where(fresh[:, t], new, from_source)
+    return out
 
 
 def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tuple[dict, dict]:
@@ -310,7 +344,10 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     """
     from .attention import head_score_table, offset_profile
 
-    task, name = spec.task, spec.name
+    from ..core.tasks import WRITE_UP
+
+    task, own, name = TaskConfig.from_dict(settings["task"]), spec.task, spec.name
+    on_write_up = spec.task_name == WRITE_UP
     ident = {"variant": spec.variant, "seed": spec.seed}
     prompts = [p["prompt"] for p in settings["prompts"]]
     for p in prompts:  # every prompt and setting is checked before any model runs
@@ -321,10 +358,11 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     seed = settings["eval_seed"]
     periods, prefix_len = settings["period_lengths"], settings["shared_prefix_len"]
 
-    log(f"[{name}] scoring heads on {settings['n_sequences']} sequences")
-    tokens, distinct = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+    log(f"[{name}] scoring heads on {settings['n_sequences']} sequences of its task "
+        f"({spec.task_name})")
+    sample, distinct = evaluation_samples(own, settings["n_sequences"], settings["eval_seed"])
     control = control_sample(settings["n_sequences"], task, settings["eval_seed"])
-    scores, means, logits = head_score_table(model, tokens, distinct, task.block_len,
+    scores, means, logits = head_score_table(model, sample, distinct,
                                              settings["roles"]["local_window"], return_logits=True,
                                              control_tokens=control, intervals=True,
                                              seed=settings["eval_seed"])
@@ -336,7 +374,17 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
                                      list(completions["completion"]), task)
 
     log(f"[{name}] random prompts, period test, first-or-nearest prompts and failure modes")
-    measures = sequence_measures(logits, tokens, task)
+    measures = sequence_measures(logits, sample)
+    floor = own.floor()
+    measures.update({f"{FLOOR_PREFIX}{k}": Measure(float(v)) for k, v in
+                     (("loss_pred", floor.loss_pred), ("acc_pred", floor.acc_pred),
+                      ("loss_all", floor.loss_all))})
+    own_metrics = list(measures)
+    if not on_write_up:  # the same model on the write-up's task
+        write_up, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+        with torch.no_grad():
+            on_task = sequence_measures(model(write_up.tokens), write_up)
+        measures.update({f"{WRITE_UP_PREFIX}{k}": v for k, v in on_task.items()})
     measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
                                            settings["random_prompt_lengths"], seed))
     measures.update(period_measures(model, task, periods, settings["n_sequences"], seed))
@@ -360,5 +408,6 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
         + ", ".join(f"{r.pattern} ({r.teacher_forced_acc:.2f})" for r in worst.itertuples()))
     tables = {"completions": tidy(completions), "failure_modes": tidy(failures),
               "head_scores": tidy(scores),
-              "summary": tidy(measure_table(measures, seed))}
+              "summary": tidy(measure_table(measures, seed).assign(
+                  task=[spec.task_name if m in own_metrics else WRITE_UP for m in measures]))}
     return tables, arrays

@@ -130,7 +130,8 @@ def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
 
 
 def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
-    """The fixed per-token-loss evaluation set: ``n`` task sequences, the same for every model."""
+    """The fixed per-token-loss evaluation set: ``n`` sequences of the write-up's task (the
+    same for every model, whatever it trained on: one PCA compares them all)."""
     from ..core.data import sample_sequences
     from ..core.seeding import generator
 
@@ -138,12 +139,13 @@ def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor,
+def checkpoint_metrics(model, sample, distinct: torch.Tensor,
                        local_window: int, meta: dict,
                        control: torch.Tensor | None = None) -> pd.DataFrame:
     """Every dynamics metric of ``model`` in its current state, as tidy rows.
 
-    Columns: metric, layer, head, position, value. ``tokens``/``distinct`` are the
+    Columns: metric, layer, head, position, value. ``sample`` (a task sample of the
+    model's task) and ``distinct`` are the
     behaviour stage's :func:`behaviour.evaluation_samples` and ``control`` its control
     sample (:func:`~inductionlab.core.data.control_sample`); ``meta`` needs variant and
     seed (for :func:`circuits.circuit_table`).
@@ -159,9 +161,9 @@ def checkpoint_metrics(model, task, tokens: torch.Tensor, distinct: torch.Tensor
         rows.append((metric, int(layer), int(head), int(position), float(value)))
 
     # as in behaviour.behaviour_results (head_scores.csv and behaviour.csv)
-    scores, _, logits = head_score_table(model, tokens, distinct, task.block_len, local_window,
+    scores, _, logits = head_score_table(model, sample, distinct, local_window,
                                          return_logits=True, control_tokens=control)
-    metrics = model_summary(model, tokens, task, logits=logits)
+    metrics = model_summary(model, sample, logits=logits)
     for name in SCALAR_METRICS:
         add(name, metrics[name])
     for i, v in enumerate(metrics["loss_pos"]):
@@ -273,6 +275,8 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     from ..core.data import control_sample
     from ..core.metrics import per_token_loss
 
+    from ..core.data import TaskConfig
+
     task = spec.task
     meta = {"variant": spec.variant, "seed": spec.seed}
     files = checkpoint_files(checkpoints_dir)
@@ -283,11 +287,13 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
                          f"but the model was trained for {final} steps")
     eval_seed = behaviour_settings["eval_seed"]
     n = min(dynamics_settings["n_sequences"], behaviour_settings["n_sequences"])
-    tokens, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
-    control = control_sample(behaviour_settings["n_sequences"], task, eval_seed)
+    sample, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
+    control = control_sample(behaviour_settings["n_sequences"],
+                             TaskConfig.from_dict(behaviour_settings["task"]), eval_seed)
     # a prefix: the behaviour stage's sequences
-    tokens, distinct, control = tokens[:n], distinct[:n], control[:n]
-    per_token = loss_tokens(task, dynamics_settings["eval_size"], eval_seed)
+    sample, distinct, control = sample[:n], distinct[:n], control[:n]
+    per_token = loss_tokens(TaskConfig.from_dict(behaviour_settings["task"]),
+                            dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
 
@@ -295,7 +301,7 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     for step, path in files:
         load_checkpoint(model, path, step)
         model.eval()
-        frame = checkpoint_metrics(model, task, tokens, distinct, local_window, meta, control)
+        frame = checkpoint_metrics(model, sample, distinct, local_window, meta, control)
         frames.append(frame.assign(step=step))
         with torch.no_grad():
             losses.append(per_token_loss(model(per_token), per_token).numpy().astype(np.float32))

@@ -334,9 +334,10 @@ def program_scores(model_logits: torch.Tensor, logits: torch.Tensor, tokens: tor
     agree = (prog.argmax(-1) == model_logp.argmax(-1)).double()
     kl = _kl_per_query(model_logp, prog)
     kl_uniform = _kl_per_query(model_logp, torch.zeros_like(prog))
-    correct = (prog.argmax(-1) == target).double()[:, predictable]
+    mask = predictable.expand_as(target).double()  # [B, T - 1] or one row for all
+    correct = (prog.argmax(-1) == target).double() * mask
     per_seq = {"agreement": agree.mean(1).numpy(), "kl": kl.mean(1).numpy(),
-               "accuracy": correct.mean(1).numpy()}
+               "accuracy": (correct.sum(1) / mask.sum(1).mean()).numpy()}
     out = {}
     for metric, values in per_seq.items():
         low, high = bootstrap_interval(values, seed=seed, purpose=f"{purpose}:{metric}")
@@ -384,12 +385,14 @@ def offset_results(model, spec, behaviour_settings: dict, algorithms: dict, role
     """
     import pandas as pd
 
-    from ..core.data import control_sample, predictable_mask
+    from ..core.data import TaskConfig, control_sample
     from .behaviour import evaluation_samples
 
     task, seed = spec.task, int(behaviour_settings["eval_seed"])
     n = int(behaviour_settings["n_sequences"])
-    samples = {"task": evaluation_samples(task, n, seed)[0], "control": control_sample(n, task, seed)}
+    own = evaluation_samples(task, n, seed)[0]
+    samples = {"task": own.tokens,
+               "control": control_sample(n, TaskConfig.from_dict(behaviour_settings["task"]), seed)}
     ident = {"variant": spec.variant, "seed": spec.seed}
     rows = []
     for sample, tokens in samples.items():
@@ -399,7 +402,7 @@ def offset_results(model, spec, behaviour_settings: dict, algorithms: dict, role
 
     total = profile[(profile["component"] == ALL) & (profile["sample"] == "task")
                     & (profile["source"] == OFFSET_SOURCE)].sort_values("offset")["value"]
-    vocab, predictable = task.vocab_size, predictable_mask(task)
+    vocab, predictable = task.vocab_size, own.predictable  # the control's queries are paired
     model_logits = {s: model(t) for s, t in samples.items()}
     programs = {"model": (None, {s: model_logits[s].double() for s in samples}, math.nan,
                           "the model itself")}

@@ -1,4 +1,4 @@
-"""The repeated-block letter task.
+"""The repeated-block letter task (the write-up's; task kind ``repeated_block``).
 
 A sequence is a block of ``block_len`` letters drawn uniformly with replacement
 from ``vocab_size`` letters, repeated ``n_blocks`` times. Position ``i`` predicts
@@ -14,13 +14,38 @@ from dataclasses import dataclass
 import torch
 
 from .seeding import generator
+from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
 
 
+@declare_task
 @dataclass(frozen=True)
 class TaskConfig:
+    """A block of ``block_len`` letters drawn with replacement, repeated ``n_blocks``
+    times; the sources of token t >= n are t − n, t − 2n, ... >= 0."""
+
+    kind = "repeated_block"
     vocab_size: int = 26
     block_len: int = 6
     n_blocks: int = 4
+
+    def sample(self, n: int, gen: torch.Generator) -> TaskSample:
+        tokens = sample_sequences(n, self, gen)
+        periods = torch.full((n,), self.block_len)
+        return TaskSample(tokens, periodic_sources(periods, torch.zeros(n, dtype=torch.long),
+                                                   self.seq_len))
+
+    def floor(self) -> Floor:
+        """Every predictable target is the letter n back: loss 0 and accuracy 1 on them;
+        the first block's n − 1 predicted letters cost ln V each."""
+        return Floor(0.0, 1.0, loss_floor(self))
+
+    def problems(self) -> list[str]:
+        return [] if self.block_len >= 1 and self.n_blocks >= 2 else [
+            f"block_len {self.block_len} and n_blocks {self.n_blocks}: a block must repeat"]
+
+    def description(self) -> str:
+        return (f"a block of {self.block_len} letters drawn with replacement, repeated "
+                f"{self.n_blocks} times")
 
     @property
     def seq_len(self) -> int:
@@ -61,9 +86,9 @@ def control_sample(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
     return torch.randint(0, task.vocab_size, (n, task.seq_len), generator=generator(seed, "control-sample"))
 
 
-def validation_set(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
-    """A fixed validation set; depends only on ``(n, task, seed)``."""
-    return sample_sequences(n, task, generator(seed, "validation"))
+def validation_set(n: int, task, seed: int) -> TaskSample:
+    """A fixed validation set of ``task`` (any kind); depends only on ``(n, task, seed)``."""
+    return task.sample(n, generator(seed, "validation"))
 
 
 def predictable_mask(task: TaskConfig) -> torch.Tensor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .data import TaskConfig, predictable_mask
+from .task_kinds import TaskSample
 
 
 def per_token_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -19,26 +19,28 @@ def mean_loss(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     return per_token_loss(logits, tokens).mean()
 
 
-def task_metrics(logits: torch.Tensor, tokens: torch.Tensor, task: TaskConfig) -> dict:
+def task_metrics(logits: torch.Tensor, tokens: torch.Tensor, predictable: torch.Tensor) -> dict:
     """Headline metrics of one batch.
 
     loss_all: mean loss over all T-1 predictions; loss_pred / acc_pred: mean loss
-    and argmax accuracy over the predictable targets (tokens block_len..T-1);
-    loss_pos: per-prediction mean loss [T-1].
+    and argmax accuracy over the predictable targets (``predictable``, bool [B, T-1]:
+    the targets that have a source, :attr:`TaskSample.predictable`), pooled over
+    sequences; loss_pos: per-prediction mean loss [T-1].
     """
     losses = per_token_loss(logits, tokens)
-    mask = predictable_mask(task).to(losses.device)
+    mask = predictable.to(losses.device).expand_as(losses)
     correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]
     return {
         "loss_all": losses.mean().item(),
-        "loss_pred": losses[:, mask].mean().item(),
-        "acc_pred": correct[:, mask].float().mean().item(),
+        "loss_pred": losses[mask].mean().item(),
+        "acc_pred": correct[mask].float().mean().item(),
         "loss_pos": losses.mean(0).tolist(),
     }
 
 
 @torch.no_grad()
-def evaluate(model, tokens: torch.Tensor, task: TaskConfig, batch_size: int = 4096) -> dict:
-    """:func:`task_metrics` of ``model`` on ``tokens``, computed in chunks."""
+def evaluate(model, sample: TaskSample, batch_size: int = 4096) -> dict:
+    """:func:`task_metrics` of ``model`` on a task sample, computed in chunks."""
+    tokens = sample.tokens
     logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
-    return task_metrics(logits, tokens, task)
+    return task_metrics(logits, tokens, sample.predictable)

@@ -15,7 +15,7 @@ import json
 from dataclasses import MISSING, dataclass, field, fields
 
 from ..atomic import write_text
-from .data import TaskConfig
+from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import ModelConfig
 
 SPEC_KEYS = ("variant", "seed", "task", "model", "train")
@@ -75,7 +75,7 @@ class Spec:
 
     variant: str
     seed: int
-    task: TaskConfig
+    task: object  # the model's own task: a declared task kind (.tasks)
     model: ModelConfig
     train: TrainSettings
     device: str
@@ -89,7 +89,7 @@ class Spec:
         missing = [k for k in SPEC_KEYS if k not in document]
         if missing:
             raise ValueError(f"spec is missing key(s) {missing}")
-        task = TaskConfig.from_dict(document["task"])
+        task = task_from_dict(document["task"])
         model = ModelConfig.from_dict({**document["model"], "vocab_size": task.vocab_size,
                                        "seq_len": task.seq_len})
         return cls(variant=str(document["variant"]), seed=int(document["seed"]), task=task,
@@ -114,6 +114,11 @@ class Spec:
     def name(self) -> str:
         return f"{self.variant} seed {self.seed}"
 
+    @property
+    def task_name(self) -> str:
+        """The name of the model's task in the config (``write_up``: the config's task:)."""
+        return str(self.document["task"].get("name", WRITE_UP))
+
 
 def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | None" = None) -> dict:
     """The spec of model ``variant`` at ``seed`` from a validated config (defaults filled):
@@ -121,11 +126,17 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
     base = derived.base if derived else variant
     if base not in config["variants"]:
         raise KeyError(f"variant {base!r} is not in config 'variants': {sorted(config['variants'])}")
+    model = dict(config["variants"][base]) | (dict(derived.changes) if derived else {})
+    task = model.pop("task", WRITE_UP)
+    try:
+        task_document = resolve_task(config, task)
+    except ValueError as err:
+        raise ValueError(f"model {variant!r}: {err}") from None
     return {
         "variant": variant,
         "seed": int(seed),
-        "task": dict(config["task"]),
-        "model": dict(config["variants"][base]) | (dict(derived.changes) if derived else {}),
+        "task": task_document,
+        "model": model,
         "train": dict(config["train"]),
         "device": config.get("device", "cpu"),
     }
@@ -134,7 +145,8 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
 @dataclass(frozen=True)
 class DerivedModel:
     """A model an experiment trains: the config's variant ``base`` with ``changes`` to its
-    model fields (for example ``pos_encoding: learned``)."""
+    model fields (for example ``pos_encoding: learned``, or ``task: variable_period``: a
+    task of the config's ``tasks:``)."""
 
     base: str
     changes: tuple[tuple[str, object], ...]

@@ -10,7 +10,6 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from .data import sample_sequences
 from .metrics import per_token_loss
 from .model import AttentionOnlyTransformer, build_model
 from .seeding import generator
@@ -126,7 +125,7 @@ def train_stacked(specs: list, out_dirs: list, threads: int = 1, log=None) -> li
                 run.resume.keep_from(step)
         if step == runs[0].steps:
             break
-        tokens = torch.stack([sample_sequences(tcfg.batch_size, task, g) for g in gens]).to(device)
+        tokens = torch.stack([task.sample(tcfg.batch_size, g).tokens for g in gens]).to(device)
         per_seed = per_seed_loss(stack(tokens), tokens)
         train_step(per_seed.sum(), opt)
         losses = per_seed.detach()

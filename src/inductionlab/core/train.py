@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 
 from .. import atomic
-from .data import sample_sequences, validation_set
+from .data import validation_set
 from .loading import MODEL_FILE, checkpoint_name, non_finite, save_model
 from .metrics import evaluate
 from .formats import NATS, declare_table
@@ -131,9 +131,9 @@ class _SeedRun:
         loss = float("nan") if train_loss is None else train_loss.item()
         was_training = model.training
         model.eval()
-        metrics = evaluate(model, self.val, self.task)
+        metrics = evaluate(model, self.val)
         model.train(was_training)
-        self.rows.append(_log_row(self.spec, step, loss, metrics, elapsed, self.val.device))
+        self.rows.append(_log_row(self.spec, step, loss, metrics, elapsed, self.val.tokens.device))
         eta = elapsed / max(step, 1) * (self.steps - step)
         self.log(f"[{self.name}] step {step:>6}/{self.steps}  train {loss:.4f}  "
                  f"val all {metrics['loss_all']:.4f}  pred {metrics['loss_pred']:.4f}  "
@@ -255,7 +255,7 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) ->
             run.resume.keep_from(step)
         if step == run.steps:
             break
-        tokens = sample_sequences(tcfg.batch_size, task, batch_gen).to(device)
+        tokens = task.sample(tcfg.batch_size, batch_gen).tokens.to(device)
         with compile_lock(spec, device, log) if compiled and step == first else contextlib.nullcontext():
             train_loss = train_step(loss_fn(tokens), opt)
         first_bad = first_non_finite(first_bad, train_loss, step)

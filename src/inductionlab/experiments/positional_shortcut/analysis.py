@@ -111,14 +111,14 @@ def offset_table(model, tokens: torch.Tensor) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def attention_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict[str, float]:
-    """Largest over every head of every layer of the nearest-copy score (mean A[i, i − k])
-    and of the induction score (attention on every earlier copy of the target), with
-    their chance levels."""
-    _, cache = model.run_with_cache(tokens)
+def attention_summary(model, sample) -> dict[str, float]:
+    """Largest over every head of every layer of the nearest-copy score (attention on the
+    nearest source of the target) and of the induction score (attention on every earlier
+    copy of the target), with their chance levels, on a task sample."""
+    _, cache = model.run_with_cache(sample.tokens)
     out = {}
     for name in ("nearest_copy", "induction"):
-        scores = [attention_score(p, name, task.block_len) for p in cache.pattern]
+        scores = [attention_score(p, name, sources=sample.sources) for p in cache.pattern]
         out[f"{name}_max"] = max(float(score.max()) for score, _ in scores)
         out[f"{name}_chance"] = scores[0][1]
     return out
@@ -127,22 +127,22 @@ def attention_summary(model, tokens: torch.Tensor, task: TaskConfig) -> dict[str
 # ---------------------------------------------------------------- one model
 
 @torch.no_grad()
-def shortcut_metrics(model, task: TaskConfig, val_tokens: torch.Tensor, sample: torch.Tensor,
+def shortcut_metrics(model, task: TaskConfig, val, sample,
                      n_random_prompts: int, prompt_len: int, seed: int) -> dict[str, float]:
     """The headline numbers of one model (names: :func:`metric_names`).
 
-    ``loss_all``, ``loss_pred``, ``acc_pred`` on ``val_tokens`` (the training
-    validation set); greedy accuracy on ``n_random_prompts`` random prompts of
+    ``loss_all``, ``loss_pred``, ``acc_pred`` on ``val`` (the training validation set, a
+    task sample); greedy accuracy on ``n_random_prompts`` random prompts of
     ``prompt_len`` letters (mean, and share completed exactly); on ``sample``,
     :func:`attention_summary`; and :func:`position_summary` of the model's positional table.
     """
     k = copy_offset(task)
-    val = evaluate(model, val_tokens, task)
+    val = evaluate(model, val)
     random = random_prompt_summary(model, task, n_random_prompts, [prompt_len], seed)
     out = {"loss_all": val["loss_all"], "loss_pred": val["loss_pred"], "acc_pred": val["acc_pred"],
            f"random_len{prompt_len}_acc_mean": random[f"random_len{prompt_len}_acc_mean"],
            f"random_len{prompt_len}_exact": random[f"random_len{prompt_len}_exact"]}
-    out.update(attention_summary(model, sample, task))
+    out.update(attention_summary(model, sample))
     out.update(position_summary(position_scores(model.pos), k))
     return out
 
@@ -156,9 +156,9 @@ def shortcut_tables(model, spec, settings: dict) -> dict[str, pd.DataFrame]:
     ``spec``: the model's :class:`~inductionlab.core.spec.Spec` (its validation set is
     the one training used).
     """
-    task = spec.task
-    val = validation_set(spec.train.val_size, task, spec.train.val_seed)
-    sample, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+    task = TaskConfig.from_dict(settings["task"]) if "task" in settings else spec.task
+    val = validation_set(spec.train.val_size, spec.task, spec.train.val_seed)
+    sample, _ = evaluation_samples(spec.task, settings["n_sequences"], settings["eval_seed"])
     metrics = shortcut_metrics(model, task, val, sample, settings["n_random_prompts"],
                                settings["prompt_len"], settings["eval_seed"])
     completions = prompt_suite(model, settings["prompts"], task)
@@ -170,7 +170,7 @@ def shortcut_tables(model, spec, settings: dict) -> dict[str, pd.DataFrame]:
     return {
         "metrics": tidy(pd.DataFrame({"metric": list(metrics), "value": list(metrics.values())}),
                         list(METRICS.columns)),
-        "offsets": tidy(offset_table(model, sample), OFFSET_COLUMNS),
+        "offsets": tidy(offset_table(model, sample.tokens), OFFSET_COLUMNS),
         "completions": tidy(completions, COMPLETION_COLUMNS),
         "positions": tidy(position_table(position_scores(model.pos)), POSITION_COLUMNS),
     }

@@ -1,0 +1,80 @@
+"""What every task kind is made of: a sample with the sources of its tokens, the floor of
+the task, and the declaration of a kind (see :mod:`.tasks` for the kinds and how a task
+is named in a config). Kinds import this module; it imports none of them."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+_KINDS: dict[str, type] = {}
+
+
+@dataclass(frozen=True)
+class TaskSample:
+    """Sequences and the sources of their tokens.
+
+    ``tokens`` int64 [B, T]; ``sources`` bool [B, T + 1, T] (token, earlier position;
+    token T is the continuation after the sequence)."""
+
+    tokens: torch.Tensor
+    sources: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    def to(self, device) -> "TaskSample":
+        return TaskSample(self.tokens.to(device), self.sources.to(device))
+
+    def __getitem__(self, index) -> "TaskSample":
+        return TaskSample(self.tokens[index], self.sources[index])
+
+    @property
+    def predictable(self) -> torch.Tensor:
+        """Bool [B, T - 1]: prediction ``i`` is for a token that has a source."""
+        return predictable_targets(self.sources)
+
+
+def predictable_targets(sources: torch.Tensor) -> torch.Tensor:
+    """Bool [B, T - 1] from sources [B, T + 1, T]: does token ``i + 1`` have a source?"""
+    return sources[:, 1:-1].any(-1)
+
+
+def query_sources(sources: torch.Tensor) -> torch.Tensor:
+    """The sources of each query's target: bool [B, T, T] (query i, key j) = sources of
+    token i + 1 (for the last query, the continuation's)."""
+    return sources[:, 1:]
+
+
+def periodic_sources(periods: torch.Tensor, starts: torch.Tensor, T: int) -> torch.Tensor:
+    """Sources of sequences that repeat with period ``periods[b]`` from position
+    ``starts[b]`` on: token t (0..T, T the continuation) was copied from every j with
+    starts[b] <= j < t and t − j a multiple of the period. Bool [B, T + 1, T]."""
+    t = torch.arange(T + 1)[None, :, None]
+    j = torch.arange(T)[None, None, :]
+    n, r = periods[:, None, None], starts[:, None, None]
+    return (j < t) & (j >= r) & ((t - j) % n == 0)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The best any predictor can do given the prefix (the Bayes-optimal predictor), in
+    expectation over the task: mean loss and argmax accuracy (ties split) over the
+    predictable targets, and the mean loss over every target (NaN where not computed)."""
+
+    loss_pred: float
+    acc_pred: float
+    loss_all: float = math.nan
+
+
+def declare_task(cls):
+    """Class decorator: declare a task kind (a frozen dataclass with a ``kind`` class
+    attribute, ``vocab_size`` and ``seq_len``, ``sample`` and ``floor``). Declaring a
+    kind twice differently is an error."""
+    if _KINDS.setdefault(cls.kind, cls) is not cls:
+        if _KINDS[cls.kind].__qualname__ != cls.__qualname__:
+            raise ValueError(f"task kind {cls.kind!r} is declared twice, differently")
+    return cls
+
+

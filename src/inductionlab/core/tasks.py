@@ -1,0 +1,120 @@
+"""Tasks: named generators of letter sequences that say where every target was copied from.
+
+A task kind is a frozen dataclass declared once, by the module that samples it, with
+:func:`declare_task`: its ``kind`` name, its settings (fields with defaults), ``sample(n,
+gen)`` returning a :class:`TaskSample` and ``floor()`` returning the Bayes-optimal loss
+and accuracy (:class:`Floor`). Every kind shares the letters and the context of the
+write-up's task (``vocab_size``, ``seq_len``). The kinds shipped: ``repeated_block`` (the
+write-up's, :mod:`.data`), ``variable_period`` (:mod:`.variable_period`) and
+``random_offset`` (:mod:`.random_offset`); an experiment declares its own in its folder.
+
+The sources. ``sources[b, t, j]`` is True when token ``t`` of sequence ``b`` was copied
+from position ``j < t`` by construction (not every earlier position that happens to hold
+the same letter); t runs to T inclusive: token T is the task's continuation after the
+last position, which the last query's attention can still seek. Prediction ``i`` (at
+position ``i``) is for token ``i + 1``; it is predictable when that token is in the
+sequence and has a source. Scores that read where a copy is (induction,
+nearest copy, first block) read these masks, sequence by sequence.
+
+A task in a spec or a config is a JSON document ``{"name", "kind", ...settings}``;
+:func:`task_from_dict` parses it. The write-up's task is named :data:`WRITE_UP`.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, fields
+
+from . import data, random_offset, variable_period  # noqa: F401 - each declares its kind
+from .data import TaskConfig
+from .task_kinds import (_KINDS, Floor, TaskSample, declare_task, periodic_sources,  # noqa: F401
+                         predictable_targets, query_sources)
+
+WRITE_UP = "write_up"  # the name of the config's ``task:`` (the write-up's task)
+
+
+def task_kinds() -> dict[str, type]:
+    """Every declared task kind, by name."""
+    return dict(_KINDS)
+
+
+def settings_of(kind: type) -> dict:
+    """The settings a kind takes beyond the shared ``vocab_size``/``seq_len``, with their
+    defaults (None: required)."""
+    return {f.name: (None if f.default is MISSING else f.default) for f in fields(kind)
+            if f.name not in ("vocab_size", "seq_len")}
+
+
+def task_from_dict(document: dict):
+    """The task a JSON document describes (``kind`` missing: the write-up's
+    ``repeated_block``, as older specs wrote it). Raises ValueError naming what is wrong."""
+    kinds = task_kinds()
+    document = dict(document)
+    kind = document.pop("kind", "repeated_block")
+    document.pop("name", None)
+    if kind not in kinds:
+        raise ValueError(f"unknown task kind {kind!r}; known: {sorted(kinds)}")
+    cls = kinds[kind]
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(document) - known)
+    if unknown:
+        raise ValueError(f"task kind {kind!r} has no setting(s) {unknown}; it takes "
+                         f"{sorted(known)}")
+    task = cls(**{k: v for k, v in document.items()})
+    problems = task.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    return task
+
+
+def task_document(task, name: str) -> dict:
+    """The JSON document of ``task`` named ``name`` (what a spec records)."""
+    return {"name": name, "kind": task.kind, **asdict(task)}
+
+
+def resolve_task(config: dict, name: str) -> dict:
+    """The full document of task ``name`` of a validated config: the write-up's task
+    (:data:`WRITE_UP`) or an entry of ``tasks:``, with the shared letters and context of
+    the write-up's task. Raises ValueError naming an unknown task."""
+    write_up = TaskConfig.from_dict(config["task"])
+    if name == WRITE_UP:
+        return task_document(write_up, WRITE_UP)
+    tasks = config.get("tasks") or {}
+    if name not in tasks:
+        raise ValueError(f"task {name!r} is neither {WRITE_UP!r} (the config's task:) nor one "
+                         f"of tasks: {sorted(tasks)}")
+    document = {k: v for k, v in tasks[name].items()}
+    shared = {"vocab_size": write_up.vocab_size, "seq_len": write_up.seq_len}
+    kind = task_kinds().get(document.get("kind"))
+    if kind is not None:
+        document.update({k: v for k, v in shared.items() if k in {f.name for f in fields(kind)}})
+    task = task_from_dict(document)
+    if (task.vocab_size, task.seq_len) != (write_up.vocab_size, write_up.seq_len):
+        raise ValueError(f"its sequences are {task.seq_len} tokens of {task.vocab_size} letters; "
+                         f"every task shares the write-up's {write_up.seq_len} tokens of "
+                         f"{write_up.vocab_size} letters (the models' context)")
+    return task_document(task, name)
+
+
+def tasks_problems(config: dict) -> list[str]:
+    """One line per bad entry of ``tasks:`` or bad ``task`` of a variant, naming the key."""
+    problems = []
+    for name, entry in (config.get("tasks") or {}).items():
+        if name == WRITE_UP:
+            problems.append(f"tasks.{name}: {WRITE_UP!r} is the config's task: (the write-up's); "
+                            "choose another name")
+            continue
+        try:
+            resolve_task(config, name)
+        except (ValueError, TypeError) as err:
+            problems.append(f"tasks.{name}: {err}")
+    for name, spec in config["variants"].items():
+        task = spec.get("task", WRITE_UP)
+        if task != WRITE_UP and task not in (config.get("tasks") or {}):
+            problems.append(f"variants.{name}.task: {task!r} is neither {WRITE_UP!r} nor one of "
+                            f"tasks: {sorted(config.get('tasks') or {})}")
+    return problems
+
+
+def describe(document: dict) -> str:
+    """A task document in words, e.g. ``variable_period (period 3–8)``."""
+    task = task_from_dict(document)
+    return f"{document.get('name', task.kind)}: {task.description()}"
