@@ -5,8 +5,8 @@ import sys
 
 from inductionlab import experiments as experiment_folders
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
-from inductionlab.workflow_checks import (cap_local_cores, directories_under, output_path_problems,
-                                          rule_file_patterns)
+from inductionlab.workflow_checks import (cap_local_cores, directories_under, missing_config_file,
+                                          output_path_problems, rule_file_patterns)
 
 # config.yaml is read by the line below and --configfile files by Snakemake itself; read
 # them first ourselves, so that a YAML syntax error or a key given twice (which Snakemake
@@ -18,9 +18,19 @@ try:
         read_yaml(_file)
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
+# No config.yaml here: say so, and how to point at one (not "'variants' is a required
+# property" or Snakemake's own error), before and after the --configfile files are read.
+_missing = missing_config_file(os.getcwd(), workflow.overwrite_configfiles)
+if _missing:
+    sys.exit(f"inductionlab: {_missing}")
 
 
 configfile: "config.yaml"
+
+
+_missing = missing_config_file(os.getcwd(), workflow.overwrite_configfiles, config)
+if _missing:
+    sys.exit(f"inductionlab: {_missing}")
 
 
 # The whole config check (the one `inductionlab check-config` runs), before any job is

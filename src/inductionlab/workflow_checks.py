@@ -4,7 +4,28 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
 
+# the config file the Snakefile reads from the working directory (its `configfile:`)
+CONFIG_FILE = "config.yaml"
+
+
+def missing_config_file(cwd, given=(), config: dict | None = None, how: str | None = None) -> str | None:
+    """What to say when the working directory ``cwd`` has no config.yaml and nothing else
+    makes a config: no file ``given`` (``--configfile`` files, or check-config's FILEs), or
+    ``config`` read from them without ``variants`` (overlays, which need the config.yaml they
+    go over). None when there is nothing to say. ``how``: the other ways to point at a
+    config (default: Snakemake's ``--directory`` and ``--configfile``)."""
+    if (Path(cwd) / CONFIG_FILE).is_file():
+        return None
+    if given and (config is None or "variants" in config):
+        return None
+    what = ("" if not given else
+            f" and {', '.join(str(g) for g in given)} {'holds' if len(given) == 1 else 'hold'} no "
+            "variants (an overlay goes over config.yaml)")
+    return (f"{CONFIG_FILE} was not found in {Path(cwd).resolve()}{what}: run in the folder that "
+            "holds it, " + (how or "name that folder with --directory (-d), or give a full config "
+                            "with --configfile FILE"))
 
 def directories_under(roots) -> list[str]:
     """Every directory below each of ``roots`` (relative paths, as the rules name them)."""
@@ -65,3 +86,4 @@ def cap_local_cores(workflow, log=None) -> int | None:
         f"inductionlab: this machine has {have} core(s): jobs use at most {have} at once "
         f"(--cores {asked} asked for more)")
     return have
+

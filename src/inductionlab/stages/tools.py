@@ -54,6 +54,7 @@ def circuits(weights):
 def check_config(files, workflow=None):
     from .. import experiments
     from ..config import ConfigError, check_workflow_config, overlay, read_yaml
+    from ..workflow_checks import missing_config_file
 
     workflow_dir = workflow or project_dir()
     if not (workflow_dir / "Snakefile").is_file():
@@ -62,11 +63,12 @@ def check_config(files, workflow=None):
     # working directory, when there is one), then each FILE over it in turn.
     given = list(files or [])
     found = ([Path("config.yaml")] if Path("config.yaml").is_file() else []) + given
-    if not found:
-        raise ConfigError("no config.yaml here and no FILE given")
     config = {}
     for p in found:
         overlay(config, read_yaml(p))
+    missing = missing_config_file(Path.cwd(), given, config, how="or give a full config as FILE")
+    if missing:
+        raise ConfigError(missing)
     extras = check_workflow_config(config, workflow_dir, experiments.available())
     # the claims of the workflow and of the experiments switched on: every table and
     # column they read is one a stage writes
