@@ -135,13 +135,13 @@ REPORT_HIGHLIGHTS = []
 CLAIM_FILES = [str(p) for p in experiment_folders.claims_files(EXTRA_RULES)]
 
 
-def report_highlight(path, text):
+def report_highlight(path, text, front=False):
     """Register a finding for the summary's "beyond the write-up" list: ``text`` with each
     ``{variant:metric}`` replaced by that metric's mean [min, max] in the summary table
     ``path``, or in the first of a list of them that has it (numbers from the tables, never
-    typed in)."""
+    typed in). ``front``: on page 1 too, below the answer."""
     paths = [path] if isinstance(path, str) else list(path)
-    REPORT_HIGHLIGHTS.append({"paths": paths, "text": text})
+    REPORT_HIGHLIGHTS.append({"paths": paths, "text": text, "front": bool(front)})
 
 
 def aggregated_table(name, summary=False, models=None):

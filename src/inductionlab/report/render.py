@@ -202,8 +202,10 @@ def build_html(manifest: dict) -> str:
     families = family_table(manifest, numbers) if scorecard is not None else None
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
-    highlights = [highlight_text(h) for h in manifest.get("highlights", [])
-                  if all(Path(p).is_file() for p in highlight_paths(h))]
+    shown = [h for h in manifest.get("highlights", [])
+             if all(Path(p).is_file() for p in highlight_paths(h))]
+    highlights = [highlight_text(h) for h in shown]
+    front_highlights = [text for h, text in zip(shown, highlights) if h.get("front")]
     inputs = summary_inputs(manifest)
     positions = position_readings(manifest, inputs)
     readings = content_readings(manifest, positions)
@@ -237,7 +239,7 @@ def build_html(manifest: dict) -> str:
         outcome_verb=outcome_verb, tally_words=tally_words,
         copy_offsets=copy_offsets(int(manifest["config"]["task"]["block_len"]),
                                   int(manifest["config"]["task"]["n_blocks"])),
-        failure=failure, highlights=highlights,
+        failure=failure, highlights=highlights, front_highlights=front_highlights,
         config_yaml=yaml.safe_dump(manifest["config"], sort_keys=False, width=100),
         versions=versions(), training=training_environment(manifest.get("train_log")),
         date=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),

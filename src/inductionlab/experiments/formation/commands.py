@@ -1,0 +1,28 @@
+"""The formation study's command: one model's answers from its stage tables."""
+from __future__ import annotations
+
+from ...stages.commands import command, path, write_tables
+from ...stages.settings import read_settings
+
+
+@command("formation", "when and how an induction head formed in one model, from its tables",
+         head_scores=path("its head_scores.csv"), composition=path("its composition.csv"),
+         ablations=path("its ablations.csv"), behaviour=path("its behaviour.csv"),
+         phase_change=path("its phase_change.csv"),
+         settings=path("behaviour settings JSON (the period test's lengths)"),
+         table=path("formation.csv to write"))
+def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, table):
+    from ...core.loading import read_table
+    from .analysis import formation_table
+    from .tables import FORMATION
+
+    frames = {name: read_table(p, kind=f"a {name}.csv") for name, p in
+              (("head_scores", head_scores), ("composition", composition),
+               ("ablations", ablations), ("behaviour", behaviour),
+               ("phase_change", phase_change))}
+    ident = frames["head_scores"][["variant", "seed"]].iloc[0].to_dict()
+    periods = read_settings(settings, "behaviour")["period_lengths"]
+    frame = formation_table(frames["head_scores"], frames["composition"], frames["ablations"],
+                            frames["behaviour"], frames["phase_change"], periods)
+    frame = frame.assign(**ident)[list(FORMATION.columns)]
+    write_tables({"formation": frame}, {"formation": table})

@@ -1,0 +1,84 @@
+# The formation study: when and how does an induction head form?
+#
+# On the write-up's task every copy sits at a fixed position, so a head that looks at a
+# position solves it as well as one that looks for a copy. The study retrains the
+# write-up's variants on a task where the copy moves (tasks: variable_period: the period
+# is drawn per sequence), for every seed, registers them as a claim family, and reads per
+# model from the generic stages' tables whether a previous-token head and an induction
+# head formed, whether K-composition builds it, whether it generalises, and when it
+# formed (formation.csv). Settings: config["experiments"]["formation"] (schema.yaml);
+# words: prose.yaml.
+from inductionlab.experiments.formation.settings import model_names
+
+FM = config["experiments"]["formation"]
+FM_TASK = FM["task"]
+FM_MODELS = {v: register_model(name, v, task=FM_TASK) for v, name in model_names(FM).items()}
+FM_FAMILY = register_family("formation", f"task: {FM_TASK}", **FM_MODELS)
+# each retrained model beside the variant it retrains
+FM_SIDE_BY_SIDE = [name for v, m in FM_MODELS.items() for name in (v, m)]
+FM_TABLE = aggregated_table("formation", models=FM_SIDE_BY_SIDE)
+FM_SUMMARY = aggregated_table("formation", summary=True, models=FM_SIDE_BY_SIDE)
+
+
+rule formation_table:
+    input:
+        head_scores=model_file("head_scores.csv"),
+        composition=model_file("composition.csv"),
+        ablations=model_file("ablations.csv"),
+        behaviour=model_file("behaviour.csv"),
+        phase_change=model_file("phase_change.csv"),
+        settings=settings_file("behaviour"),
+    output:
+        table=model_file("formation.csv"),
+    wildcard_constraints:
+        model="|".join(FM_SIDE_BY_SIDE),
+    log:
+        "logs/formation/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/formation/{model}/seed{seed}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "inductionlab formation --head-scores {input.head_scores} "
+        "--composition {input.composition} --ablations {input.ablations} "
+        "--behaviour {input.behaviour} --phase-change {input.phase_change} "
+        "--settings {input.settings} --table {output.table} > {log} 2>&1"
+
+
+FM_WORDS = section_prose("prose.yaml", task=FM_TASK, variants=list(FM_MODELS),
+                         models=list(FM_MODELS.values()),
+                         periods=config["behaviour"]["period_lengths"])
+FM_METRICS = {
+    "task": ["loss_pred", "floor_loss_pred", "acc_pred", "floor_acc_pred", "write_up_loss_pred",
+             "write_up_acc_pred"] + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]],
+    "heads": ["previous_token", "previous_token_chance", "induction", "induction_control",
+              "induction_content", "induction_chance", "k_composition", "k_composition_baseline",
+              "ablation_induction_score", "ablation_left"],
+    "timing": ["loss_midpoint", "loss_span", "loss_phase_change", "content_midpoint",
+               "content_span", "content_phase_change", "midpoint_gap"],
+}
+
+report_section(
+    name="formation",
+    title=FM_WORDS["title"],
+    scope="study",
+    order=84,
+    text=FM_WORDS["text"],
+    tables=[
+        {"path": FM_SUMMARY, "caption": FM_WORDS[f"{part}_table"], "models": FM_SIDE_BY_SIDE,
+         "spread": {"index": ["metric"], "metrics": metrics}}
+        for part, metrics in FM_METRICS.items()
+    ] + [
+        {"path": FM_TABLE, "caption": FM_WORDS["heads_per_seed"], "appendix": True,
+         "where": {"metric": ["previous_token", "induction", "induction_content",
+                              "k_composition", "ablation_left", "content_midpoint"]},
+         "columns": ["variant", "seed", "metric", "value", "low", "high", "note"]},
+    ],
+    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
+              "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
+)
+
+# the answer, per variant, from the tables: on page 1 and in the summary
+report_highlight(FM_SUMMARY, FM_WORDS["highlight"], front=True)
