@@ -1,4 +1,5 @@
-"""Checks of the working directory that Snakemake does not make before it schedules jobs."""
+"""Checks of the working directory that Snakemake does not make before it schedules jobs,
+and the workflow read as Snakemake reads it, for ``inductionlab check-config``."""
 from __future__ import annotations
 
 import os
@@ -87,3 +88,56 @@ def cap_local_cores(workflow, log=None) -> int | None:
         f"(--cores {asked} asked for more)")
     return have
 
+
+def workflow_models(workflow_dir, configfiles=(), workdir=None) -> dict[str, str]:
+    """The workflow's Snakefile read in ``workdir`` (default: here) as ``snakemake
+    --configfile CONFIGFILES`` reads it, without building a job: its config check, every
+    model and family the experiments and extra rule files register (each checked by
+    ``register_model``), every table, figure and section they declare, and the check of
+    the working folder. Returns every model the workflow trains, name -> the variant it is
+    (or is derived from). Raises :class:`inductionlab.config.ConfigError` with what the
+    workflow said, when it refuses."""
+    import logging
+    import traceback
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+    from .config import ConfigError
+
+    snakefile = Path(workflow_dir).resolve() / "Snakefile"
+    log = logging.getLogger("snakemake.logging")
+    level = log.level  # Snakemake sets its logger's level: put back when done
+    try:
+        # dryrun: no log file in .snakemake/; warnings only: no "Config file config.yaml is
+        # extended by ..."; one core, so that no message about cores
+        with SnakemakeApi(OutputSettings(quiet={Quietness.ALL}, dryrun=True,
+                                         log_level_override=logging.WARNING)) as api:
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles]),
+                snakefile=snakefile, workdir=Path(workdir or os.getcwd()).resolve())
+            # the parsed workflow (Snakemake's API has no public handle on its globals)
+            models = dict(workflow_api._workflow.globals["MODELS"])
+    except SystemExit as stop:  # the Snakefile's and the rule files' refusals: sys.exit(message)
+        raise ConfigError(str(stop.code).removeprefix("inductionlab: ")) from None
+    except Exception as err:  # noqa: BLE001 - whatever a rule file raises while it is read
+        rules = [f for f in traceback.extract_tb(err.__traceback__)
+                 if f.filename.endswith((".smk", "Snakefile"))]
+        where = f" in {rules[-1].filename}, line {rules[-1].lineno}" if rules else ""
+        lines = [l.strip() for l in str(err).strip().splitlines() if l.strip()]
+        raise ConfigError(f"the workflow refuses this config: {type(err).__name__}{where}: "
+                          + " ".join(lines[:3])) from None
+    finally:
+        log.setLevel(level)
+    return {name: (derived.base if derived is not None else name) for name, derived in models.items()}
+
+
+def model_count_words(variants, models: dict, seeds) -> str:
+    """What check-config says is trained: "3 variant(s) + 4 registered model(s) = 7
+    model(s) x 5 seed(s) = 35 model(s) trained" (``models``: every model, variants too)."""
+    n_variants, n = len(variants), len(models)
+    extra = f" + {n - n_variants} registered model(s) = {n} model(s)" if n > n_variants else ""
+    return (f"{n_variants} variant(s){extra} x {len(seeds)} seed(s) = {n * len(seeds)} "
+            "model(s) trained")

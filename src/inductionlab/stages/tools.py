@@ -54,7 +54,7 @@ def circuits(weights):
 def check_config(files, workflow=None):
     from .. import experiments
     from ..config import ConfigError, check_workflow_config, overlay, read_yaml
-    from ..workflow_checks import missing_config_file
+    from ..workflow_checks import missing_config_file, model_count_words, workflow_models
 
     workflow_dir = workflow or project_dir()
     if not (workflow_dir / "Snakefile").is_file():
@@ -76,9 +76,11 @@ def check_config(files, workflow=None):
 
     claims = load_claims(workflow_dir / "workflow" / "claims.yaml",
                          experiments.claims_files(extras))
-    n = len(config["variants"]) * len(config["seeds"])
+    # the Snakefile read as snakemake reads it: what it checks while reading its rules
+    # (every model registered, ...), and every model it trains
+    models = workflow_models(workflow_dir, given)
     names = ", ".join(str(f) for f in given) or "config.yaml"
-    print(f"{names}: valid; {len(config['variants'])} variant(s) x {len(config['seeds'])} seed(s) "
-          f"= {n} model(s); experiments and extra rules: "
+    print(f"{names}: valid; {model_count_words(config['variants'], models, config['seeds'])}; "
+          f"experiments and extra rules: "
           f"{', '.join(Path(e).parent.name if Path(e).name == 'rules.smk' else Path(e).stem for e in extras) or 'none'}"
           f"; {len(claims)} claims")
