@@ -3,6 +3,7 @@ as Snakemake does, so what the workflow refuses while reading its rules (a model
 by an experiment or a rule file under a taken name, with a bad field, twice, ...) is refused
 by both, naming the same problem; and it counts every model that is trained, the ones the
 experiments register too. Without a config.yaml both say so, and how to point at one."""
+import re
 import subprocess
 
 import pytest
@@ -123,3 +124,24 @@ def test_no_config_yaml_is_named_by_both(tmp_path, monkeypatch, capsys, overlay)
     assert words in proc.stderr and "--configfile FILE" in proc.stderr and "'variants'" not in proc.stderr
     if overlay:
         assert "holds no variants (an overlay goes over config.yaml)" in err
+
+
+@pytest.mark.slow
+def test_some_models_only_by_a_config_that_replaces_config_yaml(tmp_path, monkeypatch, capsys):
+    """An overlay merges mappings, so it cannot drop a variant; a full config given with
+    --replace-workflow-config replaces config.yaml, for snakemake and check-config alike."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp_path / "two_layer.yaml").write_text(yaml.safe_dump({**BASE, "variants": {"two_layer": {"n_layers": 2}}}))
+    jobs = {}
+    for name, extra in (("merged", []), ("replaced", ["--replace-workflow-config"])):
+        proc = subprocess.run(snakemake_command(tmp_path, "-n", "--configfile", "two_layer.yaml", *extra),
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        jobs[name] = int(re.search(r"^train\s+(\d+)$", proc.stdout, flags=re.M).group(1))
+    assert jobs == {"merged": 2, "replaced": 1}
+    capsys.readouterr()
+    assert main(["check-config", "two_layer.yaml"]) == 0
+    assert "valid; 2 variant(s) x 1 seed(s) = 2 model(s) trained" in capsys.readouterr().out
+    assert main(["check-config", "--replace-workflow-config", "two_layer.yaml"]) == 0
+    assert "valid; 1 variant(s) x 1 seed(s) = 1 model(s) trained" in capsys.readouterr().out

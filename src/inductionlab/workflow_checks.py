@@ -89,9 +89,10 @@ def cap_local_cores(workflow, log=None) -> int | None:
     return have
 
 
-def workflow_models(workflow_dir, configfiles=(), workdir=None) -> dict[str, str]:
+def workflow_models(workflow_dir, configfiles=(), workdir=None, replace=False) -> dict[str, str]:
     """The workflow's Snakefile read in ``workdir`` (default: here) as ``snakemake
-    --configfile CONFIGFILES`` reads it, without building a job: its config check, every
+    --configfile CONFIGFILES`` reads it (with ``replace``, as ``--replace-workflow-config``
+    too: the files replace config.yaml), without building a job: its config check, every
     model and family the experiments and extra rule files register (each checked by
     ``register_model``), every table, figure and section they declare, and the check of
     the working folder. Returns every model the workflow trains, name -> the variant it is
@@ -116,7 +117,8 @@ def workflow_models(workflow_dir, configfiles=(), workdir=None) -> dict[str, str
                                          log_level_override=logging.WARNING)) as api:
             workflow_api = api.workflow(
                 resource_settings=ResourceSettings(cores=1),
-                config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles]),
+                config_settings=ConfigSettings(configfiles=[Path(f) for f in configfiles],
+                                               replace_workflow_config=replace),
                 snakefile=snakefile, workdir=Path(workdir or os.getcwd()).resolve())
             # the parsed workflow (Snakemake's API has no public handle on its globals)
             models = dict(workflow_api._workflow.globals["MODELS"])

@@ -50,8 +50,11 @@ def circuits(weights):
          files=Option("config files applied in turn over ./config.yaml (if any)", many=True,
                       required=False, positional=True),
          workflow=Option("the workflow's folder (default: the source tree of this package)",
-                         required=False))
-def check_config(files, workflow=None):
+                         required=False),
+         replace_workflow_config=Option("as snakemake --replace-workflow-config: the FILEs "
+                                        "replace ./config.yaml instead of going over it",
+                                        flag=True, required=False))
+def check_config(files, workflow=None, replace_workflow_config=False):
     from .. import experiments
     from ..config import ConfigError, check_workflow_config, overlay, read_yaml
     from ..workflow_checks import missing_config_file, model_count_words, workflow_models
@@ -62,13 +65,15 @@ def check_config(files, workflow=None):
     # As `snakemake --configfile FILE...` here: the Snakefile's config.yaml (read from the
     # working directory, when there is one), then each FILE over it in turn.
     given = list(files or [])
-    found = ([Path("config.yaml")] if Path("config.yaml").is_file() else []) + given
+    replace = bool(replace_workflow_config and given)
+    found = ([Path("config.yaml")] if Path("config.yaml").is_file() and not replace else []) + given
     config = {}
     for p in found:
         overlay(config, read_yaml(p))
     missing = missing_config_file(Path.cwd(), given, config, how="or give a full config as FILE")
-    if missing:
-        raise ConfigError(missing)
+    if missing or (replace and "variants" not in config):
+        raise ConfigError(missing or f"{', '.join(map(str, given))}: no variants, and "
+                          "--replace-workflow-config takes the FILEs alone; give a full config")
     extras = check_workflow_config(config, workflow_dir, experiments.available())
     # the claims of the workflow and of the experiments switched on: every table and
     # column they read is one a stage writes
@@ -78,7 +83,7 @@ def check_config(files, workflow=None):
                          experiments.claims_files(extras))
     # the Snakefile read as snakemake reads it: what it checks while reading its rules
     # (every model registered, ...), and every model it trains
-    models = workflow_models(workflow_dir, given)
+    models = workflow_models(workflow_dir, given, replace=replace)
     names = ", ".join(str(f) for f in given) or "config.yaml"
     print(f"{names}: valid; {model_count_words(config['variants'], models, config['seeds'])}; "
           f"experiments and extra rules: "
