@@ -291,7 +291,8 @@ def report_manifest_json(wildcards):
             "path": aggregated_table("behaviour", summary=True),
             "where": {"variant": VARIANTS},  # an experiment's models are in its section
             "spread": {"index": ["variant"],
-                       "metrics": ["loss_all", "loss_pred", "acc_pred", "random_len12_acc_mean",
+                       "metrics": ["loss_all", "loss_pred", "floor_loss_pred", "acc_pred",
+                                   "floor_acc_pred", "random_len12_acc_mean",
                                    "random_len6_acc_mean", "icl_score"]},
         },
         "sections": resolved_sections(),

@@ -57,6 +57,7 @@ BEHAVIOUR = declare_table("behaviour", ["variant", "seed", "metric", "value", "l
                           keys=["metric", "task"], long=True,
                           units={r"(write_up_|floor_)?loss_\w+|(write_up_)?icl_score": NATS})
 WRITE_UP_PREFIX = "write_up_"
+WRITE_UP_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")  # kept with the prefix
 FLOOR_PREFIX = "floor_"
 
 # ---------------------------------------------------------------- prompts
@@ -384,7 +385,7 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
         write_up, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
         with torch.no_grad():
             on_task = sequence_measures(model(write_up.tokens), write_up)
-        measures.update({f"{WRITE_UP_PREFIX}{k}": v for k, v in on_task.items()})
+        measures.update({f"{WRITE_UP_PREFIX}{k}": on_task[k] for k in WRITE_UP_METRICS})
     measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
                                            settings["random_prompt_lengths"], seed))
     measures.update(period_measures(model, task, periods, settings["n_sequences"], seed))

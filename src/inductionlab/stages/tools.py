@@ -26,9 +26,12 @@ def complete(model, prompts):
     checked = [(p, check_prompt(p, task)) for p in prompts]  # all checked before running
     for prompt, ids in checked:
         completion = decode(greedy_complete(loaded, ids[None], task.seq_len)[0, len(prompt):])
-        expected = expected_completion(prompt, task)
+        # the write-up's task determines a completion; another task's may be ambiguous
+        expected = expected_completion(prompt, task) if task.kind == "repeated_block" else None
         line = f"{prompt.upper()} -> {completion}"
-        if expected is not None:
+        if task.kind != "repeated_block":
+            line += f"   (task {spec.task_name}, {task.kind}: not scored)"
+        elif expected is not None:
             correct = sum(a == b for a, b in zip(completion, expected))
             line += f"   (expected {expected}: {correct}/{len(expected)} correct)"
         else:

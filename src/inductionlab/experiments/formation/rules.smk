@@ -76,8 +76,12 @@ report_section(
                               "k_composition", "ablation_left", "content_midpoint"]},
          "columns": ["variant", "seed", "metric", "value", "low", "high", "note"]},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
-              "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
+    # what each retrained model does, whether or not it built the textbook circuit: which
+    # components copy or suppress the letter k back, and when its loss and best head moved
+    figures=[{"path": f"{RESULTS}/figures/{m}/{name}.png", "caption": f"{m}: {FM_WORDS[name]}"}
+             for m in FM_MODELS.values() for name in ("offset_profile", "phase_change")]
+    + [{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
+        "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
 )
 
 # the answer, per variant, from the tables: on page 1 and in the summary
