@@ -465,3 +465,125 @@ def test_a_figure_of_the_models_is_one_even_for_a_single_model(tmp_path):
     plt.close(fig)
     with pytest.raises(ValueError, match="unknown figure of several models 'spectra'"):
         figures.write_models_figure("spectra", ["two_layer"], settings, out, [table])
+
+
+# ------------------------------------------------------------------ 3 layers, 8 heads
+
+DEEP = {"n_layers": 3, "n_heads": 8}
+
+
+def _deep_model(seed):
+    cfg = ModelConfig(n_layers=DEEP["n_layers"], d_model=32, n_heads=DEEP["n_heads"],
+                      vocab_size=26, seq_len=24)
+    return build_model(cfg, seed)
+
+
+def _head_scores(n_layers, n_heads, rng):
+    return pd.DataFrame([{"layer": l, "head": h, "induction": rng.random(),
+                          "previous_token": rng.random(), "roles": "induction+copying"}
+                         for l in range(n_layers) for h in range(n_heads)])
+
+
+def deep_attention_rows():
+    """The attention figure of the tiny run's models and two more: 3 layers of 4 heads,
+    2 layers of 8 heads, 3 layers of 8 heads."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for m, n_layers, n_heads in (("one_layer", 1, 4), ("two_layer", 2, 4), ("three_layer", 3, 4),
+                                 ("eight_head", 2, 8), ("deep_wide", 3, 8)):
+        rows.append({"label": m, "means": [np.tril(rng.random((n_heads, 24, 24)))
+                                           for _ in range(n_layers)],
+                     "scores": _head_scores(n_layers, n_heads, rng), "smear": ()})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def deep_inputs(inputs):
+    """Tables and arrays of two untrained models of 3 layers and 8 heads."""
+    task = TaskConfig.from_dict(TASK)
+    tokens, distinct = evaluation_samples(task, 8, 5)
+    spectra_by_seed, comps, ablations = {}, [], []
+    for seed in (0, 1):
+        model = _deep_model(seed)
+        arrays = model_arrays(model)
+        spectra_by_seed[seed] = spectra(arrays)
+        comps.append(composition_table(arrays, _meta(seed)))
+        frame, _ = ablation_table(model, expand_entries(ENTRIES, model.cfg), task, tokens,
+                                  distinct, ["ABCDEFABCDEF"], 3)
+        frame.insert(0, "seed", seed)
+        frame.insert(0, "variant", "two_layer")
+        ablations.append(frame)
+    dynamics, phase = dynamics_frame(**DEEP)
+    rng = np.random.default_rng(0)
+    means = {s: [np.tril(rng.random((DEEP["n_heads"], 24, 24))) for _ in range(DEEP["n_layers"])]
+             for s in (0, 1)}
+    scores = pd.concat([_head_scores(DEEP["n_layers"], DEEP["n_heads"], rng).assign(seed=s)
+                        for s in (0, 1)], ignore_index=True)
+    return {"spectra": spectra_by_seed, "composition": pd.concat(comps, ignore_index=True),
+            "ablations": pd.concat(ablations, ignore_index=True), "dynamics": dynamics,
+            "phase": phase, "means": means, "scores": scores}
+
+
+DEEP_FIGURES = {
+    "composition_figure": lambda d: circuit_plots.composition_figure(d["composition"], "deep", 0),
+    "spectra_figure": lambda d: circuit_plots.spectra_figure(d["spectra"], "deep"),
+    "ablation_bars": lambda d: ablation_plots.ablation_bars(d["ablations"], "deep"),
+    "dynamics_bands": lambda d: dynamics_plots.dynamics_bands(d["dynamics"], "deep"),
+    "head_score_curves": lambda d: dynamics_plots.head_score_curves(
+        _seed0(d["dynamics"]), _seed0(d["phase"]), "deep seed 0: circuits and head scores"),
+    "phase_change_figure": lambda d: dynamics_plots.phase_change_figure(
+        d["dynamics"], d["phase"], "deep"),
+    "attention_grid": lambda d: attention_plots.attention_grid(d["means"][0], "deep seed 0"),
+    "attention_seeds_figure": lambda d: attention_plots.attention_seeds_figure(
+        d["means"], d["scores"], "deep"),
+    "attention_models_figure": lambda d: attention_plots.attention_models_figure(
+        deep_attention_rows(), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP_FIGURES))
+def test_figure_of_three_layers_and_eight_heads_reads_at_print_size(deep_inputs, name, tmp_path):
+    """No label runs into another (head names "L1H0L1H1L1H2" in a row), the figure fits
+    the page, every text is at least 7 pt."""
+    fig = DEEP_FIGURES[name](deep_inputs)
+    problems = legibility_problems(fig)
+    assert not problems, "\n".join(problems)
+    plots.save(fig, tmp_path / f"{name}.png")
+    width, height, _ = png_size(tmp_path / f"{name}.png")
+    assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01
+
+
+def test_composition_of_many_heads_keeps_labels_apart_and_shows_values_or_a_scale(deep_inputs):
+    fig = circuit_plots.composition_figure(deep_inputs["composition"], "deep", 0)
+    heatmaps = [ax for ax in fig.axes if ax.images and not getattr(ax, "_colorbar", None)]
+    bars = [ax for ax in fig.axes if getattr(ax, "_colorbar", None)]
+    assert len(heatmaps) == 3 * 3 * 2  # three layer pairs, two measures, K/Q/V
+    assert len(bars) == 3 * 2  # one colour scale per row
+    for ax in heatmaps:
+        n = ax.images[0].get_array().shape[1]
+        cell_in = ax.get_window_extent().width / fig.dpi / n
+        # a cell too small for its value leaves it to the colour bar, never a clipped number
+        assert bool(ax.texts) == (cell_in >= circuit_plots.VALUE_CELL_IN)
+    assert "read them on each row's colour bar" in fig._suptitle.get_text().replace("\n", " ")
+    plt.close(fig)
+
+
+def test_mean_attention_grid_puts_every_head_in_a_panel_of_the_same_size():
+    """An 8-head model beside 4-head models: no head falls into the narrow gap column
+    between another model's layers (the thumbnails L0H5 and L1H3 were)."""
+    fig = attention_plots.attention_models_figure(deep_attention_rows(), 0)
+    panels = [ax for ax in fig.axes if ax.images and not getattr(ax, "_colorbar", None)]
+    assert len(panels) == 4 * (1 + 2 + 3) + 8 * (2 + 3)
+    sizes = {(round(ax.get_position().width * fig.get_figwidth(), 3),
+              round(ax.get_position().height * fig.get_figheight(), 3)) for ax in panels}
+    assert len(sizes) == 1, sizes
+    # within a figure row, a layer's heads side by side and the next layer after a gap
+    fig.canvas.draw()
+    rows = {}
+    for ax in panels:
+        rows.setdefault(round(ax.get_position().y0, 4), []).append(ax)
+    for row in rows.values():
+        row.sort(key=lambda ax: ax.get_position().x0)
+        layers = [int(ax.get_title(loc="left").split("H")[0].split("L")[-1]) for ax in row]
+        assert layers == sorted(layers)
+    plt.close(fig)

@@ -17,7 +17,7 @@ import numpy as np
 from ..analysis.roles import INDUCTION, NO_ROLE, PREVIOUS_TOKEN, split_roles
 from .labels import ROLE_ABBREVIATIONS
 # plots selects the Agg backend and holds the shared style and size rules
-from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, save, wrap
+from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, number, save, wrap
 
 TICK_PT = 7
 # a 7 pt letter's text box is about 7.2 pt wide ("W") and 7 pt tall: the least spacing
@@ -45,30 +45,44 @@ def min_side_in(n: int, spacing_pt: float = TICK_SPACING_PT) -> float:
 # ---------------------------------------------------------------- one model
 
 
-def attention_grid(patterns: list[np.ndarray], title: str):
-    """Heatmaps of [H, T, T] mean patterns: one row per layer, one panel per head.
+GRID_HEADS_PER_ROW = 4
 
-    Position ticks every ``block_len``-ish (6) positions; every panel titled L{l}H{h}.
-    """
+
+def attention_grid(patterns: list[np.ndarray], title: str):
+    """Heatmaps of [H, T, T] mean patterns: each layer's heads in rows of at most
+    :data:`GRID_HEADS_PER_ROW` panels (an 8-head layer takes two rows), the panels sized to
+    fit the page whatever the number of layers and heads.
+
+    Position ticks every ``block_len``-ish (6) positions where they fit, else fewer; every
+    panel titled L{l}H{h}; tick labels and axis labels on the outer panels."""
     n_layers, n_heads = len(patterns), patterns[0].shape[0]
     T = patterns[0].shape[-1]
-    side = min(2.2, (MAX_WIDTH_IN - 0.9) / n_heads - 0.45)
-    width = n_heads * (side + 0.45) + 0.9
-    height = min(MAX_HEIGHT_IN, n_layers * (side + 0.7) + 0.7)
-    ticks = np.arange(0, T, 6)
+    per_row = min(n_heads, GRID_HEADS_PER_ROW)
+    rows_per_layer = -(-n_heads // per_row)
+    n_rows = n_layers * rows_per_layer
+    side = min(2.2, (MAX_WIDTH_IN - 0.9) / per_row - 0.45,
+               (MAX_HEIGHT_IN - 0.9) / n_rows - 0.45)
+    width = per_row * (side + 0.45) + 0.9
+    height = min(MAX_HEIGHT_IN, n_rows * (side + 0.45) + 0.9)
+    ticks = np.arange(0, T, 6 * tick_step(-(-T // 6), side, 2 * TICK_SPACING_PT))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(n_layers, n_heads, figsize=(width, height), squeeze=False,
+        fig, axes = plt.subplots(n_rows, per_row, figsize=(width, height), squeeze=False,
                                  constrained_layout=True)
         for l, layer in enumerate(patterns):
             for h in range(n_heads):
-                ax = axes[l, h]
+                r, c = l * rows_per_layer + h // per_row, h % per_row
+                ax = axes[r, c]
                 im = ax.imshow(layer[h], cmap=ATTENTION_CMAP, vmin=0, vmax=1, interpolation="nearest")
                 ax.set_title(f"L{l}H{h}", fontsize=8)
                 ax.set_xticks(ticks)
                 ax.set_yticks(ticks)
-                ax.tick_params(labelsize=TICK_PT)
-                ax.set_xlabel("key position", fontsize=7)
-                ax.set_ylabel("query position", fontsize=7)
+                ax.tick_params(labelsize=TICK_PT, labelleft=c == 0, labelbottom=r == n_rows - 1)
+                if r == n_rows - 1:
+                    ax.set_xlabel("key position", fontsize=7)
+                if c == 0:
+                    ax.set_ylabel("query position", fontsize=7)
+            for h in range(n_heads, rows_per_layer * per_row):  # a layer's last row, not full
+                axes[l * rows_per_layer + h // per_row, h % per_row].set_axis_off()
         fig.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
         fig.suptitle(wrap(title, width - 0.2, 9), fontsize=9)
     return fig
@@ -249,7 +263,7 @@ def panel_title(row: int | str, layer: int, head: int, name: str, score: float, 
     is, "" none) then the roles ("ind+copy"), broken to fit ``width_chars``."""
     prefix = f"s{row}" if isinstance(row, int) else row
     pieces = [(f"{prefix} L{layer}H{head}".strip(), ""),
-              (f"{SCORE_ABBREVIATIONS[name]} {score:.2f}", " · ")]
+              (f"{SCORE_ABBREVIATIONS[name]} {number(score, '.2f')}", " · ")]
     roles = [ROLE_ABBREVIATIONS.get(r, r) for r in split_roles(roles) or [NO_ROLE]]
     first = _pack(pieces, width_chars)
     return first + "\n" + _pack([(roles[0], "")] + [(r, "+") for r in roles[1:]], width_chars)
@@ -308,7 +322,7 @@ def attention_rows_figure(rows: list[dict], title: str):
     named = any(r.get("name") for r in rows)
     # width: 0.55 in left of the panels (ticks, label; more with a row name), 0.85 in
     # colour bar, gaps between layers
-    gap, left_in, bar_in, top_in = 0.12, 0.7 if named else 0.55, 0.85, 1.0
+    gap, left_in, bar_in = 0.12, 0.7 if named else 0.55, 0.85
     cell = (MAX_WIDTH_IN - left_in - bar_in - gap * (widest - 1)) / n_cols
     width_chars = max(6, int((cell - 0.04) * 72 / (0.58 * 7)))
     panels, names = [], []  # one list per figure row: (means, layer, head, title) or None for a gap
@@ -328,23 +342,31 @@ def attention_rows_figure(rows: list[dict], title: str):
             names.append(r.get("name", "") if c == 0 else "")
     n_rows = len(panels)
     title_lines = max(p[3].count("\n") + 1 for row in panels for p in row if p)
-    row_extra = title_lines * 0.115 + 0.08
-    side = min(cell - 0.06, (MAX_HEIGHT_IN - top_in - 0.35) / n_rows - row_extra)
+    row_extra = title_lines * 0.115 + 0.08  # the panel titles above each row
+    row_gap, bottom_in = 0.06, 0.32  # between rows; key ticks and label below the last
     width = min(MAX_WIDTH_IN, n_cols * cell + gap * (widest - 1) + left_in + bar_in)
-    height = n_rows * (side + row_extra) + top_in + 0.3
-    widest_row = max(panels, key=len)
-    ratios = [1.0 if p else gap / cell for p in widest_row]
+    suptitle = wrap(title, width - 0.2, 9)
+    top_in = (suptitle.count("\n") + 1) * 9 * 1.25 / 72 + 0.12
+    side = min(cell - 0.06, (MAX_HEIGHT_IN - top_in - bottom_in) / n_rows - row_extra - row_gap)
+    height = n_rows * (side + row_extra + row_gap) + top_in + bottom_in
     few_ticks = side < 1.0
+    # Placed by hand, in inches: each figure row has its own columns (its layers' heads,
+    # a narrow gap between layers, starting at the left edge), so every panel has the
+    # same size whatever the other rows hold, and no head falls into another row's gap.
+    inch = lambda x, y, w, h: [x / width, y / height, w / width, h / height]  # noqa: E731
     with plt.rc_context(STYLE):
-        fig = plt.figure(figsize=(width, height), constrained_layout=True)
-        grid = fig.add_gridspec(n_rows, len(ratios), width_ratios=ratios)
+        fig = plt.figure(figsize=(width, height))
         axes = []
         for r, row_panels in enumerate(panels):
+            bottom = height - top_in - r * (side + row_extra + row_gap) - row_extra - side
+            x = left_in
             for col, panel in enumerate(row_panels):
                 if panel is None:
+                    x += gap
                     continue
                 means, l, h, text = panel
-                ax = fig.add_subplot(grid[r, col])
+                ax = fig.add_axes(inch(x, bottom, side, side))
+                x += cell
                 axes.append(ax)
                 im = ax.imshow(means[l][h], cmap=ATTENTION_CMAP, vmin=0, vmax=1,
                                interpolation="nearest")
@@ -353,14 +375,18 @@ def attention_rows_figure(rows: list[dict], title: str):
                 ax.set_xticks(ticks)
                 ax.set_yticks(ticks)
                 ax.tick_params(labelsize=7, length=2, pad=1)
-                first, bottom = col == 0, r == n_rows - 1
-                ax.tick_params(labelleft=first, labelbottom=bottom)
+                first, last_row = col == 0, r == n_rows - 1
+                ax.tick_params(labelleft=first, labelbottom=last_row)
                 if first:
                     ax.set_ylabel(f"{names[r]}\nquery pos." if names[r] else "query pos.", fontsize=7)
-                if bottom:
+                if last_row:
                     ax.set_xlabel("key pos.", fontsize=7)
-        fig.colorbar(im, ax=axes, shrink=0.5, label="mean attention weight")
-        fig.suptitle(wrap(title, width - 0.2, 9), fontsize=9)
+        # the colour bar right of the widest row, over the middle half of the panels
+        panels_in = height - top_in - bottom_in
+        cax = fig.add_axes(inch(width - bar_in + 0.15, bottom_in + panels_in / 4, 0.12,
+                                panels_in / 2))
+        fig.colorbar(im, cax=cax, label="mean attention weight")
+        fig.suptitle(suptitle, fontsize=9, y=1 - 0.06 / height, va="top")
     return fig
 
 

@@ -10,6 +10,7 @@ figure.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -217,18 +218,59 @@ COMPOSITION_MEASURES = (("positivity_real", "RdBu_r", "eigenvalue positivity", "
                          "score − base"))
 
 
+# a tick label's width (inches per character at the tick font, about 0.6 em) and the
+# least room between two labels; a 7.5 pt label is about 0.11 in tall
+TICK_CHAR_IN = 0.6 * STYLE["xtick.labelsize"] / 72
+TICK_GAP_IN = 0.05
+TICK_HEIGHT_IN = 1.35 * STYLE["ytick.labelsize"] / 72
+# the least cell (inches) that carries its value ("+0.53" at 7 pt)
+VALUE_CELL_IN = 0.3
+
+
+def head_ticks(layer: int, heads, side_in: float, across: bool) -> tuple[list[int], list[str]]:
+    """Tick positions and labels of ``heads`` (of ``layer``) on a ``side_in``-inch axis:
+    "L1H2" where every such label fits (``across``: side by side on an x axis, else
+    stacked on a y axis), else the bare head number (the axis label names the layer),
+    every k-th head where even those would run together."""
+    heads = [int(h) for h in heads]
+    n = len(heads)
+
+    def room(text_len: int) -> float:
+        return (text_len * TICK_CHAR_IN if across else TICK_HEIGHT_IN) + TICK_GAP_IN
+
+    full = [f"L{layer}H{h}" for h in heads]
+    if n * room(max(map(len, full))) <= side_in:
+        return list(range(n)), full
+    short = [str(h) for h in heads]
+    step = max(1, math.ceil(n * room(max(map(len, short))) / side_in))
+    return list(range(0, n, step)), short[::step]
+
+
 def composition_figure(comp, title: str, seed: int):
     """K/Q/V composition of one seed: term positivity and score minus baseline per head
-    pair, one row per measure and layer pair, one colour scale per row."""
+    pair, one row per measure and layer pair, one colour scale per row.
+
+    Panels are sized to fit the page whatever the number of layer pairs; head labels
+    shorten (and thin out) as the heads get more (:func:`head_ticks`); each cell shows its
+    value where the cell is large enough, and the row's colour bar gives it otherwise."""
     from matplotlib.colors import Normalize
 
     comp = comp[comp["seed"] == seed]
     kinds = ["K", "Q", "V"]
     pairs = comp[["layer", "src_layer"]].drop_duplicates().values.tolist()
     rows = [(l2, l1, m) for l2, l1 in pairs for m in COMPOSITION_MEASURES]
-    panel = max(min(1.75, (MAX_HEIGHT_IN - 0.6) / max(len(rows), 1) - 0.75), 0.8)
+    n_heads = max(int(comp["head"].nunique()), int(comp["src_head"].nunique()), 1)
+    # width: the y label and ticks left of the first panel, three panels, the colour bar
+    fit_width = (MAX_WIDTH_IN - 0.75 - COLORBAR_IN - 0.3) / 3
+    fit_height = (MAX_HEIGHT_IN - 0.7) / max(len(rows), 1) - 0.75
+    panel = max(min(1.75, fit_width, fit_height), 0.45)
+    values = panel / n_heads >= VALUE_CELL_IN
+    heading = f"{title}: composition between layers (seed {seed}); cells: earlier head (row) " \
+              "writes, later head (column) reads"
+    if not values:
+        heading += "; cells too small for their values: read them on each row's colour bar"
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(rows), 3, figsize=(MAX_WIDTH_IN, len(rows) * (panel + 0.75) + 0.6),
+        fig, axes = plt.subplots(len(rows), 3, figsize=(MAX_WIDTH_IN, min(len(rows) * (panel + 0.75) + 0.7, MAX_HEIGHT_IN)),
                                  constrained_layout=True, squeeze=False)
         for r, (l2, l1, (col, cmap, long_label, short_label)) in enumerate(rows):
             part = comp[(comp["layer"] == l2) & (comp["src_layer"] == l1)]
@@ -242,23 +284,21 @@ def composition_figure(comp, title: str, seed: int):
             for c, (kind, grid) in enumerate(zip(kinds, grids)):
                 ax = axes[r, c]
                 im = ax.imshow(grid.values, cmap=cmap, norm=norm)
-                cell = panel / max(grid.shape + (1,))
-                if cell >= 0.3:
+                if values:
                     for (i, j), v in np.ndenumerate(grid.values):
-                        label = "0.00" if round(v, 2) == 0 else number(v, "+.2f")
-                        ax.text(j, i, label, ha="center", va="center",
+                        ax.text(j, i, number(v, "+.2f"), ha="center", va="center",
                                 fontsize=SMALL_PT, color=text_colour(im.cmap(norm(v))))
-                ax.set_xticks(range(grid.shape[1]), [f"L{l2}H{h}" for h in grid.columns])
-                ax.set_yticks(range(grid.shape[0]), [f"L{l1}H{p}" for p in grid.index])
-                ax.set_xlabel("later head (reads)")
+                ax.set_xticks(*head_ticks(l2, grid.columns, panel, across=True))
+                ax.set_yticks(*head_ticks(l1, grid.index, panel, across=False))
+                ax.set_xlabel(f"layer {l2} head (reads)")
                 if c == 0:
-                    ax.set_ylabel("earlier head (writes)")
+                    ax.set_ylabel(f"layer {l1} head (writes)" if panel >= 1.4
+                                  else f"layer {l1} head\n(writes)")
                 else:
                     ax.tick_params(labelleft=False)
                 ax.set_title(f"{kind}-comp.: {short_label}")
+            bar_label = long_label if panel >= 1.2 else short_label
             fig.colorbar(im, ax=axes[r, :], shrink=0.9, format=tick_format(".2f"),
-                         label=wrap(long_label, 1.8, STYLE["axes.labelsize"]))
-        fig.suptitle(wrap(f"{title}: composition between layers (seed {seed}); cells: earlier "
-                          "head (row) writes, later head (column) reads",
-                          MAX_WIDTH_IN, STYLE["figure.titlesize"]))
+                         label=wrap(bar_label, max(panel * 0.9, 0.8), STYLE["axes.labelsize"]))
+        fig.suptitle(wrap(heading, MAX_WIDTH_IN, STYLE["figure.titlesize"]))
     return fig

@@ -129,7 +129,10 @@ def head_score_curves(frame: pd.DataFrame, phase: pd.DataFrame | None, title: st
             ("previous_token", "previous-token score", "score", (0, 1)),
             ("induction", "induction score", "score", (0, 1))]
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(len(rows), len(layers), figsize=(MAX_WIDTH_IN, 2.35 * len(rows) + 0.9),
+        # the last column's last tick label ("10⁴") reaches past the figure's edge and the
+        # saved figure adds its padding: room for both
+        width = MAX_WIDTH_IN - 0.2
+        fig, axes = plt.subplots(len(rows), len(layers), figsize=(width, 2.35 * len(rows) + 0.9),
                                  squeeze=False, constrained_layout=True, sharex=True)
         for c, l in enumerate(layers):
             for r, (metric, name, label, ylim) in enumerate(rows):
