@@ -8,9 +8,13 @@ Per model (metric, value, low, high, note), each value as its own stage measured
 - the period test ``period{n}_acc`` (flat over n: the model looks for a copy; peaked at
   one n: it looks at a position);
 - ``previous_token``: the best layer-0 head's previous-token score and its chance level
-  (the head named in ``note``);
+  (the head named in ``note``); ``previous_token_head`` 1 when it has the previous-token
+  role (the head-role rule, :func:`~inductionlab.analysis.roles.head_roles`);
 - ``induction``: in the last layer, the head with the largest induction content part:
   its induction score, positional control, content part (score − control) and chance;
+  ``induction_head`` 1 when it has the induction role (score and content part pass the
+  rule), ``positional_induction_head`` 1 when its score passes but its content part does
+  not (a head that looks at positions);
 - ``k_composition``: K-composition of (that previous-token head → that induction head)
   and the baseline of random matrices of the same shapes (``k_composition_baseline``);
 - ``ablation_left``: the ablation that removes the previous-token head from the last
@@ -35,6 +39,7 @@ import pandas as pd
 from ...analysis.behaviour import FLOOR_PREFIX, WRITE_UP_PREFIX
 from ...analysis.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
 from ...analysis.phase_change import PHASE_CHANGE
+from ...analysis.roles import INDUCTION, PREVIOUS_TOKEN, head_roles, positional_role
 
 NAN = math.nan
 
@@ -62,8 +67,9 @@ def _behaviour_rows(behaviour: pd.DataFrame, periods) -> list[dict]:
 
 def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
                     ablations: pd.DataFrame, behaviour: pd.DataFrame, phase: pd.DataFrame,
-                    periods) -> pd.DataFrame:
-    """The formation study's answers for one model (see the module's docstring)."""
+                    periods, rules: dict) -> pd.DataFrame:
+    """The formation study's answers for one model (see the module's docstring);
+    ``rules``: the head-role rule's thresholds (times_chance, above_chance, copying_margin)."""
     rows = _behaviour_rows(behaviour, periods)
     last = int(head_scores["layer"].max())
     layer0 = head_scores[head_scores["layer"] == 0]
@@ -71,7 +77,9 @@ def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
     p = int(prev["head"])
     rows += [_row("previous_token", prev["previous_token"], prev["previous_token_low"],
                   prev["previous_token_high"], f"L0H{p}"),
-             _row("previous_token_chance", prev["previous_token_chance"])]
+             _row("previous_token_chance", prev["previous_token_chance"]),
+             _row("previous_token_head", PREVIOUS_TOKEN in head_roles(prev.to_dict(), rules),
+                  note=f"L0H{p}")]
     top = head_scores[head_scores["layer"] == last]
     best = top.loc[top["induction_content"].idxmax()]
     g, name = int(best["head"]), f"L{last}H{int(best['head'])}"
@@ -80,6 +88,9 @@ def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
              _row("induction_content", best["induction_content"], best["induction_content_low"],
                   best["induction_content_high"], name),
              _row("induction_chance", best["induction_chance"])]
+    roles = head_roles(best.to_dict(), rules)
+    rows += [_row("induction_head", INDUCTION in roles, note=name),
+             _row("positional_induction_head", positional_role(INDUCTION) in roles, note=name)]
     rows += _mechanism_rows(composition, ablations, last, p, g)
     rows += _timing_rows(phase)
     return pd.DataFrame(rows)

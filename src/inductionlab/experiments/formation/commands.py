@@ -10,8 +10,10 @@ from ...stages.settings import read_settings
          ablations=path("its ablations.csv"), behaviour=path("its behaviour.csv"),
          phase_change=path("its phase_change.csv"),
          settings=path("behaviour settings JSON (the period test's lengths)"),
+         roles=path("the head-role rule's thresholds (results/settings/roles.json)"),
          table=path("formation.csv to write"))
-def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, table):
+def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, roles,
+                    table):
     from ...core.loading import read_table
     from .analysis import formation_table
     from .tables import FORMATION
@@ -23,6 +25,7 @@ def write_formation(head_scores, composition, ablations, behaviour, phase_change
     ident = frames["head_scores"][["variant", "seed"]].iloc[0].to_dict()
     periods = read_settings(settings, "behaviour")["period_lengths"]
     frame = formation_table(frames["head_scores"], frames["composition"], frames["ablations"],
-                            frames["behaviour"], frames["phase_change"], periods)
+                            frames["behaviour"], frames["phase_change"], periods,
+                            read_settings(roles, "roles"))
     frame = frame.assign(**ident)[list(FORMATION.columns)]
     write_tables({"formation": frame}, {"formation": table})

@@ -28,6 +28,7 @@ rule formation_table:
         behaviour=model_file("behaviour.csv"),
         phase_change=model_file("phase_change.csv"),
         settings=settings_file("behaviour"),
+        roles=settings_file("roles"),
     output:
         table=model_file("formation.csv"),
     wildcard_constraints:
@@ -44,7 +45,7 @@ rule formation_table:
         "inductionlab formation --head-scores {input.head_scores} "
         "--composition {input.composition} --ablations {input.ablations} "
         "--behaviour {input.behaviour} --phase-change {input.phase_change} "
-        "--settings {input.settings} --table {output.table} > {log} 2>&1"
+        "--settings {input.settings} --roles {input.roles} --table {output.table} > {log} 2>&1"
 
 
 FM_WORDS = section_prose("prose.yaml", task=FM_TASK, variants=list(FM_MODELS),
@@ -53,8 +54,9 @@ FM_WORDS = section_prose("prose.yaml", task=FM_TASK, variants=list(FM_MODELS),
 FM_METRICS = {
     "task": ["loss_pred", "floor_loss_pred", "acc_pred", "floor_acc_pred", "write_up_loss_pred",
              "write_up_acc_pred"] + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]],
-    "heads": ["previous_token", "previous_token_chance", "induction", "induction_control",
-              "induction_content", "induction_chance", "k_composition", "k_composition_baseline",
+    "heads": ["previous_token", "previous_token_chance", "previous_token_head", "induction",
+              "induction_control", "induction_content", "induction_chance", "induction_head",
+              "positional_induction_head", "k_composition", "k_composition_baseline",
               "ablation_induction_score", "ablation_left"],
     "timing": ["loss_midpoint", "loss_span", "loss_phase_change", "content_midpoint",
                "content_span", "content_phase_change", "midpoint_gap"],

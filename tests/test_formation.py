@@ -1,0 +1,71 @@
+"""The formation study's reading of a model's tables, on a hand-built induction circuit
+whose answers are known: a previous-token head in layer 0, an induction head in layer 1
+built by K-composition, which loses its excess over chance without the previous-token
+head in its keys."""
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from handbuilt import InductionCircuitModel, ShiftCopyModel
+from inductionlab.analysis.ablations import ablation_table
+from inductionlab.analysis.attention import head_score_table
+from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.analysis.circuits import composition_table
+from inductionlab.core.ablation_plan import expand_entries
+from inductionlab.core.data import TaskConfig, control_sample
+from inductionlab.core.tasks import task_from_dict
+from inductionlab.core.weights import model_arrays
+from inductionlab.experiments.formation.analysis import formation_table
+
+RULES = {"times_chance": 2.0, "above_chance": 0.2, "copying_margin": 0.5}
+TASK = task_from_dict({"kind": "variable_period", "vocab_size": 26, "seq_len": 24})
+BEHAVIOUR = pd.DataFrame({"metric": ["loss_pred", "acc_pred", "period4_acc"],
+                          "value": [0.1, 0.9, 1.0], "low": [0.0] * 3, "high": [1.0] * 3})
+PHASE = pd.DataFrame({"metric": ["loss_pred", "induction_content", "coincidence"],
+                      "shape": ["phase change", "smooth", math.nan],
+                      "midpoint": [300.0, 400.0, math.nan], "midpoint_low": [250.0, 300.0, math.nan],
+                      "midpoint_high": [350.0, 500.0, math.nan], "span": [2.0, 5.0, math.nan],
+                      "span_low": [1.5, 4.0, math.nan], "span_high": [2.5, 6.0, math.nan],
+                      "value": [math.nan, math.nan, 0.29], "low": [math.nan, math.nan, 0.1],
+                      "high": [math.nan, math.nan, 0.5], "note": ["", "", ""]})
+
+
+def _tables(model, meta):
+    sample, distinct = evaluation_samples(TASK, 128, 0)
+    control = control_sample(128, TaskConfig(), 0)
+    scores, _ = head_score_table(model, sample, distinct, 3, control_tokens=control, intervals=True)
+    ablations = ablation_table(model, expand_entries([{"kind": "remove_head_from_keys"}], model.cfg),
+                               TaskConfig(), sample, distinct, ["ABCDEFABCDEF"], 3, control=control)[0]
+    composition = composition_table(model_arrays(model), meta)
+    return scores, composition, ablations
+
+
+def test_the_handbuilt_circuit_answers_every_question():
+    model = InductionCircuitModel(vocab_size=26)
+    scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
+                                                     "model_config": model.cfg.to_dict()})
+    frame = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES)
+    by = frame.set_index("metric")
+    assert by.loc["previous_token", "note"] == "L0H0" and by.loc["previous_token", "value"] > 0.95
+    assert by.loc["previous_token_head", "value"] == 1.0
+    assert by.loc["induction", "note"] == "L1H0" and by.loc["induction", "value"] > 0.8
+    assert by.loc["induction_head", "value"] == 1.0 and by.loc["positional_induction_head", "value"] == 0.0
+    assert by.loc["k_composition", "value"] > by.loc["k_composition_baseline", "value"]
+    assert by.loc["ablation_left", "value"] <= 0.5
+    assert by.loc["loss_phase_change", "value"] == 1.0 and by.loc["content_phase_change", "value"] == 0.0
+    assert by.loc["midpoint_gap", "value"] == pytest.approx(0.29)
+    # a model trained on the write-up's task reports its own numbers as the write-up's
+    assert by.loc["write_up_loss_pred", "value"] == pytest.approx(0.1)
+
+
+def test_a_head_looking_five_back_is_no_induction_head_on_a_moving_copy():
+    model = ShiftCopyModel(shift=5)
+    scores, composition, ablations = _tables(model, {"variant": "shift", "seed": 0,
+                                                     "model_config": model.cfg.to_dict()})
+    by = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES).set_index("metric")
+    assert by.loc["induction_head", "value"] == 0.0
+    # one layer: nothing later to compose into, said so
+    assert math.isnan(by.loc["ablation_left", "value"])
+    assert "one layer" in by.loc["ablation_left", "note"]
