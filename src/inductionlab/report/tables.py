@@ -150,6 +150,102 @@ def to_html(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True,
     return (f"<table><thead><tr>{head}</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
+# The page's text column (A4, 14 mm margins, the body's padding) in points, and the
+# least width a column takes at the tables' 8 pt: its longest unbreakable run of characters
+# (a DejaVu Sans digit is 0.64 em, 5.1 pt) plus the cell's padding and borders.
+PAGE_WIDTH_PT = 490.0
+CHAR_PT = 5.1
+CELL_PAD_PT = 9.0
+# columns that say which row this is: repeated in every part of a table split by width
+KEY_COLUMNS = {"variant", "model", "seed", "layer", "head", "src_layer", "src_head", "metric",
+               "rank", "kind", "ablation", "prompt", "position", "pattern", "role", "claim"}
+
+
+def _unbreakable(text: str) -> int:
+    """The longest run of a cell's text that cannot wrap (tags dropped; a non-breaking
+    space joins)."""
+    import re
+
+    plain = html.unescape(re.sub(r"<[^>]+>", " ", text.replace("&nbsp;", "\u00a0")))
+    return max((len(word) for word in re.split(r"[ \t\n\u200b]+", plain)), default=0)
+
+
+def column_widths(frame: pd.DataFrame, raw_columns: tuple = (), labelled: bool = True,
+                  names: tuple = ()) -> list[float]:
+    """The least width (points) each column of ``frame`` takes on the page: its header's
+    or its widest cell's longest unbreakable run (:func:`_unbreakable`)."""
+    widths = []
+    for col in frame.columns:
+        header = str(col) if (not labelled or col in names) else label(col)
+        if not labelled or col in names:
+            header = header.replace("_", " ")  # a model's name may break after an underscore
+        chars = _unbreakable(header)
+        for value in frame[col]:
+            text = value if col in raw_columns and isinstance(value, str) else (
+                str(value) if isinstance(value, str) else fmt(value.item() if hasattr(value, "item") else value))
+            chars = max(chars, _unbreakable(text))
+        widths.append(chars * CHAR_PT + CELL_PAD_PT)
+    return widths
+
+
+def split_by_width(frame: pd.DataFrame, keys: list[str], widths: list[float],
+                   page_pt: float = PAGE_WIDTH_PT) -> list[pd.DataFrame]:
+    """``frame`` as it fits the page: itself when its columns' least widths fit
+    ``page_pt``, else parts with the same rows, each the ``keys`` columns (which row this
+    is) and as many of the other columns, in order, as fit beside them."""
+    if sum(widths) <= page_pt:
+        return [frame]
+    width = dict(zip(frame.columns, widths))
+    keys = [k for k in keys if k in width]
+    room = page_pt - sum(width[k] for k in keys)
+    parts, current, used = [], [], 0.0
+    for col in frame.columns:
+        if col in keys:
+            continue
+        if current and used + width[col] > room:
+            parts.append(current)
+            current, used = [], 0.0
+        current.append(col)
+        used += width[col]
+    if current:
+        parts.append(current)
+    return [frame[keys + part] for part in parts]
+
+
+def leading_keys(frame: pd.DataFrame, spec: dict) -> list[str]:
+    """The columns that name a row (repeated in each part of a split table): the leading
+    columns that are a pivot's, spread's or rank's index or a known key (model, seed,
+    layer, head, ...)."""
+    named = set(KEY_COLUMNS)
+    for option, key in (("pivot", "index"), ("spread", "index"), ("rank", "within")):
+        if option in spec:
+            named |= set(spec[option][key])
+    if "rank" in spec:
+        named.add(spec["rank"].get("name", "rank"))
+    keys = []
+    for col in frame.columns:
+        if col not in named:
+            break
+        keys.append(col)
+    return keys or list(frame.columns[:1])
+
+
+def to_page_html(frame: pd.DataFrame, keys: list[str], raw_columns: tuple = (),
+                 names: tuple = ()) -> str:
+    """:func:`to_html`, split by width where the table would run off the page
+    (:func:`split_by_width`): each further part says it continues the table."""
+    parts = split_by_width(frame, keys, column_widths(frame, raw_columns, names=names))
+    if len(parts) == 1:
+        return to_html(frame, raw_columns, names=names)
+    out = []
+    for k, part in enumerate(parts):
+        if k:
+            out.append(f"<p class='note table-continued'>Continued ({k + 1} of {len(parts)}): "
+                       "the same rows, further columns.</p>")
+        out.append(to_html(part, raw_columns, names=names))
+    return "".join(out)
+
+
 def across_models(spec: dict) -> dict:
     """A table spec shown for several models at once: the model becomes the first key of
     its spread, rank or pivot rows and its first column, so one table has a row (or rows)
@@ -241,7 +337,7 @@ def render_table(spec: dict, variant: str | list[str] | None = None) -> str:
                            for _, r in frame.iterrows()]]
             note = ("<p class='note'>Left out, identical in every value to an earlier row: "
                     + "; ".join(f"{html.escape(a)} (= {html.escape(b)})" for a, b in pairs) + ".</p>")
-    return to_html(frame, raw, names=names) + note
+    return to_page_html(frame, leading_keys(frame, spec), raw, names=names) + note
 
 
 def mark_completion(completion: str, expected: str | float | None) -> str:
