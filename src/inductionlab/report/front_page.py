@@ -4,9 +4,12 @@ Per model of the write-up: the tally of its claims, in words that agree in numbe
 replicate in every seed, 1 depends on the seed"), and one sentence on the mechanism found,
 generated from the tables: whether its best copy-seeking head looks for a copy or at a
 position (the positional control, :mod:`.content_or_position`), the period test, and the
-offsets its logits copy and suppress (:mod:`.algorithm_readings`). Then the verdicts that
-change with the positional table (the family comparison), the verdicts too close to call,
-and the caveats every reading needs. Nothing is typed in: every number comes from a table.
+offsets its logits copy and suppress (:mod:`.algorithm_readings`). Every other model of the
+run is listed too: a model of a registered family with that family and its tally there, any
+other with :data:`NO_CLAIMS`. Then, per family, the verdicts that change on it, the family
+named by what it changes (its title), each claim in words grouped by model and claim group
+(:func:`claims_in_words`); the verdicts too close to call, likewise; and the caveats every
+reading needs. Nothing is typed in: every number comes from a table.
 """
 from __future__ import annotations
 
@@ -14,8 +17,8 @@ import re
 
 import pandas as pd
 
-from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT, TOO_CLOSE_ANY,
-                     outcome)
+from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
+                     TOO_CLOSE_ANY, outcome)
 from .numbers import number
 
 # outcome -> (singular, plural) verb phrases of the tally
@@ -98,6 +101,96 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
         if said:
             parts.append("its logits " + " and ".join(said))
     return "; ".join(parts)
+
+
+NO_CLAIMS = "no claims: the write-up's claims are about its three models"
+
+
+def outcome_of(cell) -> str | None:
+    """A family comparison cell's outcome: "does not replicate (holds in 0 of 5 seeds;
+    …)" -> "does not replicate"; None where the family does not evaluate the claim ("not
+    evaluated (no model in this role)", empty)."""
+    if not isinstance(cell, str):
+        return None
+    for name in sorted(OUTCOMES, key=len, reverse=True):
+        if cell.startswith(name):
+            return name
+    return None
+
+
+def family_changes(comparison: pd.DataFrame | None, families: dict[str, str],
+                   write_up_title: str) -> list[dict]:
+    """Per registered family (``families``: name -> title, the title saying what the
+    family changes, e.g. "pos_encoding: standard"), the claims evaluated on it and on the
+    write-up's models (``n``) and those whose outcome differs (``changed``: role, claim,
+    the outcome on the write-up's models and on the family's), from the family comparison."""
+    out = []
+    for name, title in families.items():
+        if comparison is None or title not in comparison or write_up_title not in comparison:
+            continue
+        both, changed = 0, []
+        for _, r in comparison.iterrows():
+            before, after = outcome_of(r[write_up_title]), outcome_of(r[title])
+            if before is None or after is None:
+                continue
+            both += 1
+            if before != after:
+                changed.append({"role": str(r["role"]), "claim": str(r["claim"]),
+                                "before": before, "after": after})
+        out.append({"name": name, "title": title, "n": both, "changed": changed})
+    return out
+
+
+def _short_group(title: str) -> str:
+    """A claim group's title up to its colon: "Don't repeat recent letters: the direct
+    path and …" -> "Don't repeat recent letters"."""
+    return title.split(":")[0].strip() if title else "other claims"
+
+
+def claims_in_words(items: list[dict], card: pd.DataFrame, order: list[str]) -> list[dict]:
+    """Claims (``items``: each with ``role`` and ``claim``, optionally ``before`` and
+    ``after`` outcomes) in words a reader can parse, grouped by model (``order`` first)
+    and then by the claim's group: [{"model": "two_layer", "groups": [{"title": "Copy
+    letters from the prompt", "claims": [{"words": "“Copies the first instance …”", …}]}]}].
+    A claim's words are the write-up's (quoted) or its statement (:func:`.story.claim_words`),
+    from its scorecard row; a claim without one keeps its id."""
+    from .story import claim_words
+
+    rows = {str(r["claim"]): r for _, r in card.iterrows()} if len(card) else {}
+    models: dict[str, dict[str, list[dict]]] = {}
+    for item in items:
+        row = rows.get(item["claim"])
+        words = claim_words(row) if row is not None else item["claim"]
+        group = _short_group(str(row.get("group_title") or row.get("group") or "")
+                             if row is not None else "")
+        models.setdefault(item["role"], {}).setdefault(group, []).append({**item, "words": words})
+    names = [m for m in order if m in models] + [m for m in models if m not in order]
+    return [{"model": m, "groups": [{"title": g, "claims": c} for g, c in models[m].items()]}
+            for m in names]
+
+
+def other_models(models: list[str], claimed: list[str], card: pd.DataFrame,
+                 families: dict[str, str]) -> list[dict]:
+    """Every model of the run without claims of its own among the write-up's (``claimed``):
+    a model of a registered family names its family and the role it plays there (its
+    claims are that family's); any other model is said to have no claims
+    (:data:`NO_CLAIMS`), never left out in silence."""
+    family = card[card["family"].astype(str) != "write_up"] if "family" in card else card.iloc[:0]
+    roles = {str(r["variant"]): (str(r["family"]), str(r["role"])) for _, r in family.iterrows()}
+    out = []
+    for m in models:
+        if m in claimed:
+            continue
+        if m in roles:
+            name, role = roles[m]
+            mine = family[family["variant"] == m]
+            counts = mine.apply(outcome, axis=1).value_counts()
+            out.append({"variant": m, "family": families.get(name, name), "family_name": name,
+                        "role": role, "n": len(mine),
+                        "tally": tally_words({o: int(counts.get(o, 0)) for o in VERBS})})
+        else:
+            out.append({"variant": m, "family": None, "words": NO_CLAIMS})
+    return out
 
 
 def changed_claims(comparison: pd.DataFrame | None) -> list[str]:

@@ -195,8 +195,9 @@ def build_html(manifest: dict) -> str:
                                 ("range", ""), ("reason", ""), ("reference", ""), ("quote", "")):
             if column not in scorecard:
                 scorecard[column] = default
-        if "family" in scorecard:  # other families are compared in their own table
-            scorecard = scorecard[scorecard["family"] == WRITE_UP].reset_index(drop=True)
+    every_family = scorecard  # page 1 names every model's family
+    if scorecard is not None and "family" in scorecard:  # other families: their own table
+        scorecard = scorecard[scorecard["family"] == WRITE_UP].reset_index(drop=True)
     groups = dict(manifest.get("claim_groups", []))  # [[key, title], ...] in the file's order
     headline_number = numbers.next("table")
     families = family_table(manifest, numbers) if scorecard is not None else None
@@ -210,7 +211,8 @@ def build_html(manifest: dict) -> str:
     positions = position_readings(manifest, inputs)
     readings = content_readings(manifest, positions)
     algorithms = algorithm_summary(manifest, inputs)
-    front = front_page(manifest, scorecard, inputs, positions) if scorecard is not None else None
+    front = (front_page(manifest, scorecard, inputs, positions, every_family)
+             if scorecard is not None else None)
     first = 2  # 1 summary, then the chapters (the scorecard is an appendix)
     chapters = body_chapters(env, manifest, sections, numbers, first)
     study = [{"title": s["title"], "name": s["name"], "number": first + len(chapters) + k,
@@ -284,31 +286,49 @@ def content_readings(manifest: dict, positions: pd.DataFrame | None) -> list[dic
     return [{"variant": r["variant"], "text": sentence(r, block_len)} for _, r in positions.iterrows()]
 
 
+def run_models(manifest: dict, inputs: dict, card: pd.DataFrame | None) -> list[str]:
+    """Every model of the run: the config's variants, then every other model in the
+    run-wide tables (head scores, behaviour, offsets) or the scorecard, in order of
+    appearance."""
+    seen = list(manifest["variants"])
+    frames = [inputs.get(k) for k in ("head_scores", "behaviour", "profile")] + [card]
+    for frame in frames:
+        if frame is not None and "variant" in frame:
+            seen += [str(v) for v in frame["variant"].unique()]
+    return list(dict.fromkeys(seen))
+
+
 def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
-               positions: pd.DataFrame | None) -> dict:
-    """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism, the
-    verdicts that change with the positional table, the ones too close to call, caveats."""
+               positions: pd.DataFrame | None, every_family: pd.DataFrame | None = None) -> dict:
+    """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism; every
+    other model with its family, or with no claims; per family the verdicts that change
+    on it, in words; the ones too close to call; caveats."""
     from .algorithm_readings import offset_sets
-    from .front_page import (by_model, changed_claims, copy_offsets, figure_uri, mechanism,
-                             model_tallies, period_figure, too_close)
+    from .front_page import (claims_in_words, copy_offsets, family_changes, figure_uri,
+                             mechanism, model_tallies, other_models, period_figure, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
     readings = positions.set_index("variant") if positions is not None else None
     profile, behaviour = inputs["profile"], inputs["behaviour"]
     tallies = model_tallies(scorecard, manifest["variants"])
-    models = []
-    for v in manifest["variants"]:
-        if v not in tallies:
-            continue
+    def reading_of(v: str) -> str:
         reading = readings.loc[v] if readings is not None and v in readings.index else None
         offsets = (offset_sets(profile[profile["variant"] == v])
                    if profile is not None and (profile["variant"] == v).any() else None)
-        models.append({"variant": v, "n": int((scorecard["variant"] == v).sum()),
-                       "tally": tallies[v], "mechanism": mechanism(reading, offsets, block_len)})
-    titles = list((manifest.get("families") or {}).values())
-    comparison = _csv(manifest.get("family_comparison")) if titles else None
-    changed = changed_claims(comparison)
+        return mechanism(reading, offsets, block_len)
+
+    models = [{"variant": v, "n": int((scorecard["variant"] == v).sum()), "tally": tallies[v],
+               "mechanism": reading_of(v)} for v in manifest["variants"] if v in tallies]
+    families = dict(manifest.get("families") or {})
+    card = every_family if every_family is not None else scorecard
+    others = [{**m, "mechanism": reading_of(m["variant"])}
+              for m in other_models(run_models(manifest, inputs, card), list(tallies), card,
+                                    families)]
+    comparison = _csv(manifest.get("family_comparison")) if families else None
+    changes = family_changes(comparison, families, WRITE_UP_TITLE)
+    for change in changes:
+        change["groups"] = claims_in_words(change["changed"], scorecard, manifest["variants"])
     n_seeds = len(manifest["seeds"])
     copies = ", ".join(map(str, copy_offsets(block_len, int(task["n_blocks"]))))
     caveats = [
@@ -319,17 +339,19 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
         f"the positional control and the period test can.",
         "Thresholds come from the write-up's wording, fixed before any result was seen, not "
         "tuned; an interval that contains its threshold is too close to call."]
-    close = too_close(scorecard)
+    roles = dict(zip(scorecard["claim"].astype(str), scorecard["variant"].astype(str)))
+    close = [{"role": roles.get(c, ""), "claim": c} for c in too_close(scorecard)]
     figure = None
     if behaviour is not None:
         shown = [*manifest["variants"],
                  *[m for m in behaviour["variant"].unique() if m not in manifest["variants"]]]
         fig = period_figure(behaviour, shown, block_len)
         figure = figure_uri(fig) if fig is not None else None
-    return {"figure": figure, "models": models, "changed": changed,
-            "changed_by_model": by_model(changed), "other": titles[0] if titles else "",
-            "n_claims": len(comparison) if comparison is not None else 0,
-            "too_close": close, "too_close_by_model": by_model(close), "caveats": caveats}
+    return {"figure": figure, "models": models, "others": others, "families": changes,
+            "roles": [m["variant"] for m in models],
+            "too_close": close,
+            "too_close_groups": claims_in_words(close, scorecard, manifest["variants"]),
+            "caveats": caveats}
 
 
 def algorithm_summary(manifest: dict, inputs: dict) -> list[dict]:
@@ -349,11 +371,16 @@ def family_table(manifest: dict, numbers: Numbers) -> dict | None:
     path = manifest.get("family_comparison")
     if not titles or not path or not Path(path).is_file():
         return None
+    from .front_page import family_changes
+
     spec = {"path": path, "columns": ["role", "claim", WRITE_UP_TITLE, *titles]}
     differs = T.render_table({**spec, "where": {"differs": True}})
+    changes = family_changes(pd.read_csv(path), dict(manifest["families"]), WRITE_UP_TITLE)
     return {"number": numbers.next("table"), "titles": titles, "html": differs,
             "n_differ": differs.count("<tr>") - 1 if differs else 0,
-            "n": len(pd.read_csv(path)), "every": T.render_table(spec)}
+            "n": len(pd.read_csv(path)), "every": T.render_table(spec),
+            "changes": [{"name": c["name"], "title": c["title"], "n": c["n"],
+                         "n_changed": len(c["changed"])} for c in changes]}
 
 
 def write_report(manifest_path, html_path, pdf_path, log=print) -> None:
