@@ -227,11 +227,13 @@ TICK_HEIGHT_IN = 1.35 * STYLE["ytick.labelsize"] / 72
 VALUE_CELL_IN = 0.3
 
 
-def head_ticks(layer: int, heads, side_in: float, across: bool) -> tuple[list[int], list[str]]:
+def head_ticks(layer: int, heads, side_in: float, across: bool,
+               short: bool = False) -> tuple[list[int], list[str]]:
     """Tick positions and labels of ``heads`` (of ``layer``) on a ``side_in``-inch axis:
     "L1H2" where every such label fits (``across``: side by side on an x axis, else
     stacked on a y axis), else the bare head number (the axis label names the layer),
-    every k-th head where even those would run together."""
+    every k-th head where even those would run together; ``short``: the bare numbers
+    whatever the room (to match the panel's other axis)."""
     heads = [int(h) for h in heads]
     n = len(heads)
 
@@ -239,7 +241,7 @@ def head_ticks(layer: int, heads, side_in: float, across: bool) -> tuple[list[in
         return (text_len * TICK_CHAR_IN if across else TICK_HEIGHT_IN) + TICK_GAP_IN
 
     full = [f"L{layer}H{h}" for h in heads]
-    if n * room(max(map(len, full))) <= side_in:
+    if not short and n * room(max(map(len, full))) <= side_in:
         return list(range(n)), full
     short = [str(h) for h in heads]
     step = max(1, math.ceil(n * room(max(map(len, short))) / side_in))
@@ -288,8 +290,14 @@ def composition_figure(comp, title: str, seed: int):
                     for (i, j), v in np.ndenumerate(grid.values):
                         ax.text(j, i, number(v, "+.2f"), ha="center", va="center",
                                 fontsize=SMALL_PT, color=text_colour(im.cmap(norm(v))))
-                ax.set_xticks(*head_ticks(l2, grid.columns, panel, across=True))
-                ax.set_yticks(*head_ticks(l1, grid.index, panel, across=False))
+                x_ticks = head_ticks(l2, grid.columns, panel, across=True)
+                y_ticks = head_ticks(l1, grid.index, panel, across=False)
+                if not all(labels[0].startswith("L") for _, labels in (x_ticks, y_ticks)):
+                    # one axis shortened: both read as bare head numbers
+                    x_ticks = head_ticks(l2, grid.columns, panel, across=True, short=True)
+                    y_ticks = head_ticks(l1, grid.index, panel, across=False, short=True)
+                ax.set_xticks(*x_ticks)
+                ax.set_yticks(*y_ticks)
                 ax.set_xlabel(f"layer {l2} head (reads)")
                 if c == 0:
                     ax.set_ylabel(f"layer {l1} head (writes)" if panel >= 1.4
