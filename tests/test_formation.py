@@ -36,7 +36,7 @@ def _tables(model, meta):
     sample, distinct = evaluation_samples(TASK, 128, 0)
     control = control_sample(128, TaskConfig(), 0)
     scores, _ = head_score_table(model, sample, distinct, 3, control_tokens=control, intervals=True)
-    ablations = ablation_table(model, expand_entries([{"kind": "remove_head_from_keys"}], model.cfg),
+    ablations = ablation_table(model, expand_entries([{"kind": "remove_head_from_keys"}, {"kind": "composition_table"}], model.cfg),
                                TaskConfig(), sample, distinct, ["ABCDEFABCDEF"], 3, control=control)[0]
     composition = composition_table(model_arrays(model), meta)
     return scores, composition, ablations
@@ -54,6 +54,7 @@ def test_the_handbuilt_circuit_answers_every_question():
     assert by.loc["induction_head", "value"] == 1.0 and by.loc["positional_induction_head", "value"] == 0.0
     assert by.loc["k_composition", "value"] > by.loc["k_composition_baseline", "value"]
     assert by.loc["ablation_left", "value"] <= 0.5
+    assert by.loc["keys_ablation_left", "value"] <= 0.5
     assert by.loc["loss_phase_change", "value"] == 1.0 and by.loc["content_phase_change", "value"] == 0.0
     assert by.loc["midpoint_gap", "value"] == pytest.approx(0.29)
     # a model trained on the write-up's task reports its own numbers as the write-up's

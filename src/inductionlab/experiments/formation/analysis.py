@@ -20,7 +20,10 @@ Per model (metric, value, low, high, note), each value as its own stage measured
 - ``ablation_left``: the ablation that removes the previous-token head from the last
   layer's keys, as the share of the induction head's excess over chance that is left,
   (score after − chance) / (score before − chance): <= 0.5 means the previous-token head
-  is needed;
+  is needed; ``keys_ablation_left``: the same when the last layer's keys are computed
+  from the embedding alone (every earlier head removed: no K-composition at all), the
+  write-up's "+Q-composition" row. A head built by K-composition from several earlier
+  heads at once keeps much of its excess without any one of them, and little without all;
 - the timing: the logistic fits of the loss and of the best head's content part
   (``loss_midpoint``, ``loss_span``, ``content_midpoint``, ``content_span`` with their
   intervals; ``*_phase_change`` 1 when the fit's shape is a phase change) and
@@ -100,7 +103,8 @@ def _mechanism_rows(composition, ablations, last: int, p: int, g: int) -> list[d
     if last < 1:
         why = "one layer: no later layer reads the previous-token head"
         return [_row(m, NAN, note=why) for m in ("k_composition", "k_composition_baseline",
-                                                 "ablation_induction_score", "ablation_left")]
+                                                 "ablation_induction_score", "ablation_left",
+                                                 "keys_ablation_left")]
     pair = composition[(composition["kind"] == "K") & (composition["layer"] == last)
                        & (composition["head"] == g) & (composition["src_layer"] == 0)
                        & (composition["src_head"] == p)]
@@ -113,15 +117,23 @@ def _mechanism_rows(composition, ablations, last: int, p: int, g: int) -> list[d
     if name not in by.index or "baseline" not in by.index or column not in by.columns \
             or pd.isna(by.loc[name, column]):
         why = f"no ablation {name} in ablations.csv"
-        return rows + [_row("ablation_induction_score", NAN, note=why),
-                       _row("ablation_left", NAN, note=why)]
-    after, before, level = (float(by.loc[name, column]), float(by.loc["baseline", column]),
-                            float(by.loc["baseline", chance]))
+        return rows + [_row(m, NAN, note=why) for m in
+                       ("ablation_induction_score", "ablation_left", "keys_ablation_left")]
+    before, level = float(by.loc["baseline", column]), float(by.loc["baseline", chance])
     excess = before - level
-    left = (after - level) / excess if excess > 0 else NAN
-    return rows + [_row("ablation_induction_score", after, note=f"{name}: {column}"),
-                   _row("ablation_left", left, note="" if excess > 0 else
-                        "the induction head has no excess over chance to remove")]
+    why = "" if excess > 0 else "the induction head has no excess over chance to remove"
+
+    def left(ablation):
+        if ablation not in by.index or pd.isna(by.loc[ablation, column]) or excess <= 0:
+            return NAN
+        return (float(by.loc[ablation, column]) - level) / excess
+
+    keys_only = f"plus_q_L{last}"  # queries from the residual, keys from the embedding
+    return rows + [_row("ablation_induction_score", by.loc[name, column], note=f"{name}: {column}"),
+                   _row("ablation_left", left(name), note=why),
+                   _row("keys_ablation_left", left(keys_only),
+                        note=why or (f"{keys_only}: {column}" if keys_only in by.index
+                                     else f"no ablation {keys_only} in ablations.csv"))]
 
 
 def _timing_rows(phase: pd.DataFrame) -> list[dict]:

@@ -57,7 +57,7 @@ FM_METRICS = {
     "heads": ["previous_token", "previous_token_chance", "previous_token_head", "induction",
               "induction_control", "induction_content", "induction_chance", "induction_head",
               "positional_induction_head", "k_composition", "k_composition_baseline",
-              "ablation_induction_score", "ablation_left"],
+              "ablation_induction_score", "ablation_left", "keys_ablation_left"],
     "timing": ["loss_midpoint", "loss_span", "loss_phase_change", "content_midpoint",
                "content_span", "content_phase_change", "midpoint_gap"],
 }
