@@ -70,3 +70,23 @@ def test_a_head_looking_five_back_is_no_induction_head_on_a_moving_copy():
     # one layer: nothing later to compose into, said so
     assert math.isnan(by.loc["ablation_left", "value"])
     assert "one layer" in by.loc["ablation_left", "note"]
+
+
+def test_the_study_s_settings_are_checked_against_the_config():
+    from inductionlab.config import SETTINGS_CHECKS
+
+    check = SETTINGS_CHECKS["formation"]
+    config = {"tasks": {"vp": {"kind": "variable_period"}},
+              "variants": {"two_layer": {"n_layers": 2}, "two_layer_vp": {"n_layers": 2, "task": "vp"},
+                           "one_layer_vp": {"n_layers": 1}}}
+    assert check({"task": "vp", "variants": ["two_layer"]}, config) == []
+    problems = check({"task": "missing", "variants": ["two_layer"]}, config)
+    assert problems[0].startswith("experiments.formation.task: 'missing' is not a task of tasks")
+    problems = check({"task": "vp", "variants": ["two_layer_vp", "nope"]}, config)
+    assert any("experiments.formation.task: variant 'two_layer_vp' has task 'vp' already" in p
+               for p in problems)
+    assert any("experiments.formation.variants: 'nope' is not in variants" in p for p in problems)
+    problems = check({"task": "vp", "variants": ["one_layer"]}, {**config, "variants": {
+        **config["variants"], "one_layer": {"n_layers": 1}}})
+    assert problems == ["variants.one_layer_vp: 'one_layer_vp' is also the name of the formation "
+                        "study's retrained 'one_layer'; rename the variant"]

@@ -3,6 +3,7 @@ the rest of the config. Light: the workflow and the command line import it."""
 from __future__ import annotations
 
 from ...config import settings_check
+from ..retraining import retraining_problems
 
 
 def model_names(settings: dict) -> dict[str, str]:
@@ -21,13 +22,5 @@ def check_settings(settings: dict, config: dict) -> list[str]:
         problems.append(f"{where}.task: {settings['task']!r} is not a task of tasks: "
                         f"{sorted(tasks)}; add it, e.g. tasks: {{{settings['task']}: "
                         "{kind: variable_period}}")
-    problems += [f"variants.{name}: {name!r} is also the name of the formation study's "
-                 f"retrained {v!r}; rename the variant" for v, name in model_names(settings).items()
-                 if name in config["variants"]]
-    for v in settings["variants"]:
-        if v not in config["variants"]:
-            problems.append(f"{where}.variants: {v!r} is not in variants {sorted(config['variants'])}")
-        elif config["variants"][v].get("task", "write_up") == settings["task"]:
-            problems.append(f"{where}.task: variant {v!r} trains on {settings['task']!r} already; "
-                            "retraining it would change nothing")
-    return problems
+    return problems + retraining_problems("formation", "formation study", model_names(settings),
+                                          config, "task", settings["task"], "write_up")
