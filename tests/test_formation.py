@@ -77,13 +77,13 @@ def test_the_study_s_settings_are_checked_against_the_config():
 
     check = SETTINGS_CHECKS["formation"]
     config = {"tasks": {"vp": {"kind": "variable_period"}},
-              "variants": {"two_layer": {"n_layers": 2}, "two_layer_vp": {"n_layers": 2, "task": "vp"},
+              "variants": {"two_layer": {"n_layers": 2}, "two_layer_on_vp": {"n_layers": 2, "task": "vp"},
                            "one_layer_vp": {"n_layers": 1}}}
     assert check({"task": "vp", "variants": ["two_layer"]}, config) == []
     problems = check({"task": "missing", "variants": ["two_layer"]}, config)
     assert problems[0].startswith("experiments.formation.task: 'missing' is not a task of tasks")
-    problems = check({"task": "vp", "variants": ["two_layer_vp", "nope"]}, config)
-    assert any("experiments.formation.task: variant 'two_layer_vp' has task 'vp' already" in p
+    problems = check({"task": "vp", "variants": ["two_layer_on_vp", "nope"]}, config)
+    assert any("experiments.formation.task: variant 'two_layer_on_vp' has task 'vp' already" in p
                for p in problems)
     assert any("experiments.formation.variants: 'nope' is not in variants" in p for p in problems)
     problems = check({"task": "vp", "variants": ["one_layer"]}, {**config, "variants": {
