@@ -214,6 +214,9 @@ def test_a_head_looking_five_back_by_position_solves_period_six_only():
                                 control_tokens=control, copying=False)
     # it finds the copy only where the period is 6, a sixth of the sequences
     assert frame.iloc[0]["nearest_copy"] == pytest.approx(1 / 6, abs=0.06)
+    # on random letters with the same masks it scores the same: its content part is nil
+    assert abs(frame.iloc[0]["induction_content"]) < 1e-6
+    assert abs(frame.iloc[0]["nearest_copy_content"]) < 1e-6
     periods = period_measures(ShiftCopyModel(shift=5), TaskConfig(), [4, 5, 6, 7, 8], 64, 0)
     assert periods["period6_acc"].value == 1.0
     assert all(periods[f"period{n}_acc"].value < 0.2 for n in (4, 5, 7, 8))

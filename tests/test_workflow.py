@@ -459,6 +459,39 @@ def test_positional_table_study_section_and_family_table_in_the_report(tiny_run,
     assert "100.0% of the variance of the original table" in html
 
 
+# ---------------------------------------------------------------- the formation study
+
+def test_formation_study_trains_on_its_task_and_reads_both_tasks(tiny_run):
+    folder = tiny_run / "results" / "two_layer_variable_period" / "seed0"
+    spec = json.loads((folder / "spec.json").read_text())
+    assert spec["task"]["kind"] == "variable_period" and spec["task"]["name"] == "variable_period"
+    assert "task" not in spec["model"]
+    behaviour = pd.read_csv(folder / "behaviour.csv").set_index("metric")
+    assert behaviour.loc["loss_pred", "task"] == "variable_period"
+    assert behaviour.loc["write_up_loss_pred", "task"] == "write_up"
+    assert behaviour.loc["period6_acc", "task"] == "write_up"
+    assert 0.05 < behaviour.loc["floor_loss_pred", "value"] < 0.08  # the Bayes predictor's
+    own = pd.read_csv(tiny_run / "results" / "two_layer" / "seed0" / "behaviour.csv")
+    assert set(own["task"]) == {"write_up"} and not own["metric"].str.startswith("write_up_").any()
+    for model in ("two_layer", "two_layer_variable_period"):
+        table = pd.read_csv(tiny_run / "results" / model / "seed0" / "formation.csv")
+        assert {"previous_token", "induction_content", "ablation_left", "keys_ablation_left",
+                "content_midpoint"} <= set(table["metric"]), model
+    card = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv", keep_default_na=False)
+    family = card[card["family"] == "formation"]
+    assert len(family) and set(family["variant"]) == {"two_layer_variable_period"}
+
+
+def test_formation_study_section_and_answer_on_page_one(tiny_run, report_files):
+    html, pdf, manifest = report_files
+    sections = [s for s in manifest["sections"] if s["name"] == "formation"]
+    assert len(sections) == 1 and 'id="study-formation"' in html
+    assert squash(sections[0]["title"]) in pdf
+    front = html[:html.index('id="summary"')]
+    assert "Formation study (variable_period" in front
+    assert "{two_layer_variable_period:" not in html  # every number filled in from the table
+
+
 def _without_experiment(work):
     """The tiny config with the positional-shortcut experiment's name taken out."""
     from helpers import EXTRA_STAGE, TINY_CONFIG
