@@ -94,10 +94,12 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
     jobs = _jobs_after(tiny_run, tmp_path, {"behaviour": {"roles": {"times_chance": 3.0}}})
     assert not set(jobs) & ANALYSES, jobs
     # the rule's settings file; the two tables it decides (head roles, whether induction
-    # formed), stacked again; what reads them: claims, figures, the report
+    # formed), stacked again; the formation study's reading of the heads' roles and its
+    # table; what reads them: claims, figures, the report
     assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "models_figure",
-                         "dynamics_figures", "report_manifest", "report", "all"}, jobs
-    assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 2 and jobs["claims"] == 1, jobs
+                         "dynamics_figures", "formation_table", "report_manifest", "report",
+                         "all"}, jobs
+    assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 3 and jobs["claims"] == 1, jobs
 
 
 def test_the_evaluation_sample_reruns_the_analyses(tiny_run, tmp_path):
