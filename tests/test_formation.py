@@ -90,3 +90,39 @@ def test_the_study_s_settings_are_checked_against_the_config():
         **config["variants"], "one_layer": {"n_layers": 1}}})
     assert problems == ["variants.one_layer_vp: 'one_layer_vp' is also the name of the formation "
                         "study's retrained 'one_layer'; rename the variant"]
+
+
+def test_the_answers_in_words_follow_the_table():
+    from inductionlab.experiments.formation.answers import formation_answers
+
+    model = InductionCircuitModel(vocab_size=26)
+    scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
+                                                     "model_config": model.cfg.to_dict()})
+    one = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES)
+    shift = ShiftCopyModel(shift=5)
+    base = formation_table(*_tables(shift, {"variant": "shift", "seed": 0,
+                                            "model_config": shift.cfg.to_dict()}),
+                           BEHAVIOUR, PHASE, [4], RULES)
+    frame = pd.concat([one.assign(variant="circuit_vp", seed=s) for s in (0, 1)]
+                      + [base.assign(variant="circuit", seed=s) for s in (0, 1)])
+    answers = formation_answers(frame, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
+    assert answers["previous_token_head"].startswith("yes: a layer-0 previous-token head in 2 of 2")
+    assert answers["induction_head"].startswith("yes")
+    assert answers["k_composition"].startswith("yes, from the previous-token head")
+    assert answers["abrupt"].startswith("no") and answers["same_time"].startswith("yes")
+    assert answers["sentence"].startswith("circuit_vp: a layer-0 previous-token head yes;")
+    # one seed without the role: counted, not rounded away
+    mixed = frame.copy()
+    mixed.loc[(mixed["seed"] == 1) & (mixed["metric"] == "previous_token_head"), "value"] = 0.0
+    text = formation_answers(mixed, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
+    assert text["previous_token_head"].startswith("in 1 of 2 seeds")
+
+
+def test_a_highlight_reads_words_from_a_table_of_words(tmp_path):
+    from inductionlab.report.story import highlight_text
+
+    words = tmp_path / "answers.csv"
+    pd.DataFrame({"variant": ["m"], "base": ["b"], "metric": ["sentence"],
+                  "text": ["m: an induction head yes"]}).to_csv(words, index=False)
+    assert highlight_text({"paths": [str(words)], "text": "Found: {m:sentence}; {x:sentence}."}) \
+        == "Found: m: an induction head yes; –."

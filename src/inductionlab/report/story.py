@@ -90,14 +90,20 @@ def highlight_paths(spec: dict) -> list[str]:
 def highlight_text(spec: dict) -> str:
     """A registered finding "beyond the write-up": ``text`` with every ``{variant:metric}``
     replaced by that metric's mean [min, max] in the first of its summary tables (``path``,
-    or ``paths`` in order) that has it: a quantity the headline table shows is read from
+    or ``paths`` in order) that has it (by the row's ``text`` in a table of words, one with
+    a ``text`` column): a quantity the headline table shows is read from
     the headline's table, so one number has one value."""
     summaries = [pd.read_csv(p) for p in highlight_paths(spec)]
 
     def value(variant: str, metric: str) -> str:
         for summary in summaries:
-            if ((summary["variant"] == variant) & (summary["metric"] == metric)).any():
+            rows = summary[(summary["variant"] == variant) & (summary["metric"] == metric)]
+            if len(rows) and "text" in summary.columns:  # a table of words: the words
+                return str(rows["text"].iloc[0])
+            if len(rows):
                 return summary_value(summary, variant, metric)
+        if "text" in summaries[-1].columns:
+            return "–"
         return summary_value(summaries[-1], variant, metric)
 
     return re.sub(r"\{([\w.-]+):([\w.-]+)\}", lambda m: value(m.group(1), m.group(2)), spec["text"])

@@ -29,3 +29,21 @@ def write_formation(head_scores, composition, ablations, behaviour, phase_change
                             read_settings(roles, "roles"))
     frame = frame.assign(**ident)[list(FORMATION.columns)]
     write_tables({"formation": frame}, {"formation": table})
+
+
+@command("formation-answers", "the formation study's answers in words, from its stacked table",
+         table=path("results/tables/formation.csv (every seed of every model)"),
+         behaviour_settings=path("behaviour settings JSON (the period test's lengths)"),
+         settings=path("the study's settings (results/settings/formation.json)"),
+         answers=path("formation_answers.csv to write"))
+def write_formation_answers(table, behaviour_settings, settings, answers):
+    from ...core.loading import read_table
+    from .answers import formation_answers
+    from .settings import model_names
+
+    frame = read_table(table, ["variant", "seed", "metric", "value", "note"],
+                       kind="the stacked formation table")
+    periods = read_settings(behaviour_settings, "behaviour")["period_lengths"]
+    study = read_settings(settings, "formation")
+    write_tables({"answers": formation_answers(frame, model_names(study), periods)},
+                 {"answers": answers})

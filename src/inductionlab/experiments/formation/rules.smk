@@ -8,6 +8,7 @@
 # head formed, whether K-composition builds it, whether it generalises, and when it
 # formed (formation.csv). Settings: config["experiments"]["formation"] (schema.yaml);
 # words: prose.yaml.
+from inductionlab.experiments.formation.answers import QUESTIONS as FM_QUESTIONS
 from inductionlab.experiments.formation.settings import model_names
 
 FM = config["experiments"]["formation"]
@@ -48,6 +49,30 @@ rule formation_table:
         "--settings {input.settings} --roles {input.roles} --table {output.table} > {log} 2>&1"
 
 
+FM_ANSWERS = f"{RESULTS}/tables/formation_answers.csv"
+
+
+localrules:
+    formation_answers,
+
+
+rule formation_answers:
+    input:
+        table=FM_TABLE,
+        behaviour=settings_file("behaviour"),
+        settings=settings_file("formation"),
+    output:
+        answers=FM_ANSWERS,
+    log:
+        "logs/formation/answers.log",
+    benchmark:
+        "results/benchmarks/formation/answers.tsv"
+    shell:
+        "inductionlab formation-answers --table {input.table} "
+        "--behaviour-settings {input.behaviour} --settings {input.settings} "
+        "--answers {output.answers} > {log} 2>&1"
+
+
 FM_WORDS = section_prose("prose.yaml", task=FM_TASK, variants=list(FM_MODELS),
                          models=list(FM_MODELS.values()),
                          periods=config["behaviour"]["period_lengths"])
@@ -69,6 +94,9 @@ report_section(
     order=84,
     text=FM_WORDS["text"],
     tables=[
+        {"path": FM_ANSWERS, "caption": FM_WORDS["answers_table"],
+         "where": {"metric": list(FM_QUESTIONS)}, "columns": ["variant", "metric", "text"]},
+    ] + [
         {"path": FM_SUMMARY, "caption": FM_WORDS[f"{part}_table"], "models": FM_SIDE_BY_SIDE,
          "spread": {"index": ["metric"], "metrics": metrics}}
         for part, metrics in FM_METRICS.items()
@@ -87,4 +115,4 @@ report_section(
 )
 
 # the answer, per variant, from the tables: on page 1 and in the summary
-report_highlight(FM_SUMMARY, FM_WORDS["highlight"], front=True)
+report_highlight(FM_ANSWERS, FM_WORDS["highlight"], front=True)
