@@ -3,7 +3,13 @@ the rest of the config. Light: the workflow and the command line import it."""
 from __future__ import annotations
 
 from ...config import settings_check
+from ...stages.settings import SettingsFile, declare_settings
 from ..retraining import retraining_problems
+
+
+# its settings file holds its own keys only: its ``task`` is the name of the task it retrains
+# on, which the write-up's task (what other settings files carry as ``task``) would replace
+declare_settings("formation", SettingsFile("experiments.formation", ("task", "variants"), task=False))
 
 
 def model_names(settings: dict) -> dict[str, str]:
