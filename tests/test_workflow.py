@@ -97,8 +97,8 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
     # formed), stacked again; the formation study's reading of the heads' roles and its
     # table; what reads them: claims, figures, the report
     assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "models_figure",
-                         "dynamics_figures", "formation_table", "report_manifest", "report",
-                         "all"}, jobs
+                         "dynamics_figures", "formation_table", "formation_answers",
+                         "report_manifest", "report", "all"}, jobs
     assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 3 and jobs["claims"] == 1, jobs
 
 
