@@ -132,16 +132,14 @@ def failure_table(seeds=(0, 1, 2)):
     return pd.concat(rows, ignore_index=True)
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory):
-    """Tables and arrays of two untrained 2-layer models, as the pipeline writes them."""
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("figures")
+def _model_tables(make_model, n_sequences):
+    """Spectra, composition and ablation tables of seeds 0 and 1 of ``make_model``, and the
+    first seed's ablated patterns."""
     task = TaskConfig.from_dict(TASK)
-    tokens, distinct = evaluation_samples(task, 16, 5)
-    spectra_by_seed, comps, ablations = {}, [], []
+    tokens, distinct = evaluation_samples(task, n_sequences, 5)
+    spectra_by_seed, comps, ablations, first = {}, [], [], None
     for seed in (0, 1):
-        model = _model(seed)
+        model = make_model(seed)
         arrays = model_arrays(model)
         spectra_by_seed[seed] = spectra(arrays)
         comps.append(composition_table(arrays, _meta(seed)))
@@ -150,8 +148,17 @@ def inputs(tmp_path_factory):
         frame.insert(0, "seed", seed)
         frame.insert(0, "variant", "two_layer")
         ablations.append(frame)
-        if seed == 0:
-            np.savez(root / "ablated_attention.npz", names=np.array(list(patterns)), **patterns)
+        first = patterns if first is None else first
+    return spectra_by_seed, comps, ablations, first
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """Tables and arrays of two untrained 2-layer models, as the pipeline writes them."""
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("figures")
+    spectra_by_seed, comps, ablations, patterns = _model_tables(_model, 16)
+    np.savez(root / "ablated_attention.npz", names=np.array(list(patterns)), **patterns)
     dynamics, phase = dynamics_frame()
     offsets = pd.DataFrame([{"variant": v, "seed": s, "layer": 0, "head": h, "offset": k,
                              "attention": float(np.exp(-abs(k - (5 if v.endswith("learned") else h))))}
@@ -500,19 +507,7 @@ def deep_attention_rows():
 @pytest.fixture(scope="module")
 def deep_inputs(inputs):
     """Tables and arrays of two untrained models of 3 layers and 8 heads."""
-    task = TaskConfig.from_dict(TASK)
-    tokens, distinct = evaluation_samples(task, 8, 5)
-    spectra_by_seed, comps, ablations = {}, [], []
-    for seed in (0, 1):
-        model = _deep_model(seed)
-        arrays = model_arrays(model)
-        spectra_by_seed[seed] = spectra(arrays)
-        comps.append(composition_table(arrays, _meta(seed)))
-        frame, _ = ablation_table(model, expand_entries(ENTRIES, model.cfg), task, tokens,
-                                  distinct, ["ABCDEFABCDEF"], 3)
-        frame.insert(0, "seed", seed)
-        frame.insert(0, "variant", "two_layer")
-        ablations.append(frame)
+    spectra_by_seed, comps, ablations, _ = _model_tables(_deep_model, 8)
     dynamics, phase = dynamics_frame(**DEEP)
     rng = np.random.default_rng(0)
     means = {s: [np.tril(rng.random((DEEP["n_heads"], 24, 24))) for _ in range(DEEP["n_layers"])]
