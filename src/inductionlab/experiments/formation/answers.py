@@ -76,22 +76,24 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
                                   f"(best score {_range(v('previous_token'))} against chance "
                                   f"{_range(v('previous_token_chance'))})")
     word, k, n = _seeds(v("induction_head"))
+    formed = k  # seeds with an induction head
     words["induction_head"] = (f"{word} (content part {_range(v('induction_content'))}; {base} "
                                f"on the write-up's task {_range(v('induction_content', base))})")
     out["induction_head"] = (f"{word}: a last-layer head with the induction role in {k} of {n} "
                              f"seeds (content part {_range(v('induction_content'))}; {base} on "
                              f"the write-up's task {_range(v('induction_content', base))})")
     keys, one = v("keys_ablation_left").dropna(), v("ablation_left").dropna()
-    if k == 0:  # no seed has an induction head: there is nothing whose making to ask about
+    if formed == 0:  # no seed has an induction head: there is nothing whose making to ask about
         words["k_composition"] = "– (no induction head)"
         out["k_composition"] = ("not asked: no seed has an induction head (excess over chance "
                                 f"left with keys from the embedding alone {_range(keys)})")
     elif keys.empty:
-        words["k_composition"] = "not measured"
+        one_layer = frame.loc[(frame["variant"] == model) & (frame["metric"] == "keys_ablation_left"),
+                              "note"].astype(str).str.contains("one layer").any()
+        words["k_composition"] = "– (one layer)" if one_layer else "not measured"
         out["k_composition"] = "not measured: " + (
-            "one layer, no later layer reads an earlier head" if frame.loc[
-                (frame["variant"] == model) & (frame["metric"] == "keys_ablation_left"),
-                "note"].astype(str).str.contains("one layer").any() else "no composition ablation")
+            "one layer, no later layer reads an earlier head" if one_layer
+            else "no composition ablation")
     else:
         built = float(keys.mean()) <= HALF
         needs_one = not one.empty and float(one.mean()) <= HALF
@@ -120,7 +122,8 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
             f"accuracy at least 0.5 and half the highest) in {k} of {n} seeds (accuracy {_range(low)} at its lowest, {_range(high)} at its highest; "
             f"{base}: {_range(base_accs.min(axis=1))} to {_range(base_accs.max(axis=1))})")
     word, k, n = _seeds(v("content_phase_change"))
-    words["abrupt"] = f"{word} (span a factor of {_range(v('content_span'))} in steps)"
+    words["abrupt"] = (f"{word} (span a factor of {_range(v('content_span'))} in steps)" if formed
+                       else f"– (no induction head; the fit to its best head: {word})")
     out["abrupt"] = (f"{word}: the content part changes in a phase change in {k} of {n} seeds "
                      f"(midpoint {_range(v('content_midpoint'))} steps, 10–90 % span a factor of "
                      f"{_range(v('content_span'))} in steps; a phase change needs at most 3)")
