@@ -105,7 +105,10 @@ def test_the_answers_in_words_follow_the_table():
                            BEHAVIOUR, PHASE, [4], RULES)
     frame = pd.concat([one.assign(variant="circuit_vp", seed=s) for s in (0, 1)]
                       + [base.assign(variant="circuit", seed=s) for s in (0, 1)])
+    from inductionlab.experiments.formation.answers import QUESTIONS
+
     answers = formation_answers(frame, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
+    answers.index = [next((k for k, w in QUESTIONS.items() if w == m), m) for m in answers.index]
     assert answers["previous_token_head"].startswith("yes: a layer-0 previous-token head in 2 of 2")
     assert answers["induction_head"].startswith("yes")
     assert answers["k_composition"].startswith("yes, from the previous-token head")
@@ -115,7 +118,7 @@ def test_the_answers_in_words_follow_the_table():
     mixed = frame.copy()
     mixed.loc[(mixed["seed"] == 1) & (mixed["metric"] == "previous_token_head"), "value"] = 0.0
     text = formation_answers(mixed, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
-    assert text["previous_token_head"].startswith("in 1 of 2 seeds")
+    assert text[QUESTIONS["previous_token_head"]].startswith("in 1 of 2 seeds")
 
 
 def test_a_highlight_reads_words_from_a_table_of_words(tmp_path):

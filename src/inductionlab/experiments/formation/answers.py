@@ -31,8 +31,15 @@ import pandas as pd
 
 from ...report.numbers import decimals, fmt_at
 
-QUESTIONS = ("previous_token_head", "induction_head", "k_composition", "generalises", "abrupt",
-             "same_time")
+# each question's key, and its words (the ``metric`` of its row in formation_answers.csv)
+QUESTIONS = {
+    "previous_token_head": "a previous-token head in layer 0?",
+    "induction_head": "an induction head in the last layer?",
+    "k_composition": "built by K-composition?",
+    "generalises": "solves every period?",
+    "abrupt": "forms in a phase change?",
+    "same_time": "at the same time as the loss?",
+}
 SENTENCE = "sentence"
 HALF = 0.5  # a share of the excess left, and the period test's flatness ratio
 SAME_TIME = math.log(2.0)
@@ -124,9 +131,10 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
     word, k, n = _seeds(v("content_phase_change"))
     words["abrupt"] = (f"{word} (span a factor of {_range(v('content_span'))} in steps)" if formed
                        else f"– (no induction head; the fit to its best head: {word})")
-    out["abrupt"] = (f"{word}: the content part changes in a phase change in {k} of {n} seeds "
-                     f"(midpoint {_range(v('content_midpoint'))} steps, 10–90 % span a factor of "
-                     f"{_range(v('content_span'))} in steps; a phase change needs at most 3)")
+    fit = (f"{word}: the content part changes in a phase change in {k} of {n} seeds (midpoint "
+           f"{_range(v('content_midpoint'))} steps, 10–90 % span a factor of "
+           f"{_range(v('content_span'))} in steps; a phase change needs at most 3)")
+    out["abrupt"] = fit if formed else f"not asked, no induction head; the fit to its best head: {fit}"
     gap = v("midpoint_gap").dropna()
     if gap.empty:
         words["same_time"] = "not measured"
@@ -148,12 +156,12 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
 
 def formation_answers(frame: pd.DataFrame, retrained: dict[str, str], periods) -> pd.DataFrame:
     """Columns variant (the retrained model), base, metric (a question of
-    :data:`QUESTIONS`, or :data:`SENTENCE`: the answers in one sentence), text."""
+    :data:`QUESTIONS` in words, or :data:`SENTENCE`: the answers in one sentence), text."""
     rows = []
     for base, model in retrained.items():
         if model not in set(frame["variant"]):
             continue
         answers = model_answers(frame, model, base, list(periods))
-        rows += [{"variant": model, "base": base, "metric": q, "text": answers[q]}
+        rows += [{"variant": model, "base": base, "metric": QUESTIONS.get(q, q), "text": answers[q]}
                  for q in (*QUESTIONS, SENTENCE)]
     return pd.DataFrame(rows, columns=["variant", "base", "metric", "text"])

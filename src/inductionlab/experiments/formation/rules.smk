@@ -95,7 +95,7 @@ report_section(
     text=FM_WORDS["text"],
     tables=[
         {"path": FM_ANSWERS, "caption": FM_WORDS["answers_table"],
-         "where": {"metric": list(FM_QUESTIONS)}, "columns": ["variant", "metric", "text"]},
+         "where": {"metric": list(FM_QUESTIONS.values())}, "columns": ["variant", "metric", "text"]},
     ] + [
         {"path": FM_SUMMARY, "caption": FM_WORDS[f"{part}_table"], "models": FM_SIDE_BY_SIDE,
          "spread": {"index": ["metric"], "metrics": metrics}}
