@@ -73,9 +73,9 @@ rule formation_answers:
         "--answers {output.answers} > {log} 2>&1"
 
 
-FM_WORDS = section_prose("prose.yaml", task=FM_TASK, variants=list(FM_MODELS),
-                         models=list(FM_MODELS.values()),
-                         periods=config["behaviour"]["period_lengths"])
+FM_VALUES = dict(task=FM_TASK, variants=list(FM_MODELS), models=list(FM_MODELS.values()),
+                 periods=config["behaviour"]["period_lengths"])
+FM_WORDS = section_prose("prose.yaml", model="", **FM_VALUES)
 FM_METRICS = {
     "task": ["loss_pred", "floor_loss_pred", "acc_pred", "floor_acc_pred", "write_up_loss_pred",
              "write_up_acc_pred"] + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]],
@@ -114,5 +114,7 @@ report_section(
         "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
 )
 
-# the answer, per variant, from the tables: on page 1 and in the summary
-report_highlight(FM_ANSWERS, FM_WORDS["highlight"], front=True)
+# the answer, one paragraph per retrained model, from its table: on page 1 and in the summary
+for _model in FM_MODELS.values():
+    report_highlight(FM_ANSWERS, section_prose("prose.yaml", model=_model, **FM_VALUES)["highlight"],
+                     front=True)
