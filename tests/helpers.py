@@ -63,7 +63,7 @@ def write_up_sources(T: int = 24, n: int = 6):
     """The sources of one sequence of the write-up's task (block n, T tokens): [1, T, T]."""
     import torch
 
-    from inductionlab.core.tasks import periodic_sources
+    from inductionlab.core.task_kinds import periodic_sources
 
     return periodic_sources(torch.tensor([n]), torch.tensor([0]), T)
 

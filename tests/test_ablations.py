@@ -15,7 +15,7 @@ from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config
 from inductionlab.core.data import TaskConfig
-from inductionlab.core.tasks import TaskSample
+from inductionlab.core.task_kinds import TaskSample
 from inductionlab.core.metrics import task_metrics
 from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig, build_model
 from inductionlab.core.loading import save_model

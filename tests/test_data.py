@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from inductionlab.core.data import (TaskConfig, decode, encode, loss_floor, predictable_mask,
+from inductionlab.core.data import (TaskConfig, decode, encode, loss_floor,
                                sample_sequences, validation_set)
 from inductionlab.core.seeding import generator
 
@@ -42,8 +42,8 @@ def test_generators_are_reproducible_and_independent():
 
 
 def test_predictable_targets_and_floor():
-    mask = predictable_mask(TASK)
-    assert mask.shape == (23,) and mask.sum() == 18 and not mask[:5].any()
+    mask = TASK.sample(4, torch.Generator().manual_seed(0)).predictable
+    assert mask.shape == (4, 23) and (mask.sum(-1) == 18).all() and not mask[:, :5].any()
     assert abs(loss_floor(TASK) - 5 / 23 * math.log(26)) < 1e-12
     assert abs(loss_floor(TASK) - 0.708) < 1e-3
 

@@ -273,3 +273,12 @@ def test_a_model_s_spec_records_its_task_in_full():
     assert make_spec(config, "two_layer", 0)["task"]["name"] == WRITE_UP
     assert resolve_task(config, WRITE_UP)["kind"] == "repeated_block"
     assert set(task_kinds()) >= set(KINDS)
+
+
+def test_the_floors_docs_methods_quotes_are_the_computed_ones():
+    from helpers import ROOT
+
+    text = " ".join((ROOT / "docs" / "methods.md").read_text().split())
+    vp, ro = _task("variable_period").floor(), _task("random_offset").floor()
+    assert f"the floor is {vp.loss_pred:.4f} nats and accuracy {vp.acc_pred:.3f}" in text
+    assert f"its floor is {ro.loss_pred:.4f} nats with accuracy {ro.acc_pred:g}" in text

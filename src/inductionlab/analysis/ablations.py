@@ -222,7 +222,7 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     (``induction_control_mean_L{l}``, ...: the positional control).
     """
     from .attention import head_score_table
-    from ..core.metrics import per_token_loss, task_metrics
+    from ..core.metrics import per_token_loss, pooled_units, task_metrics
 
     tokens, predictable = sample.tokens, sample.predictable
     scores, patterns, logits = head_score_table(model, sample, distinct, local_window,
@@ -231,9 +231,8 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     metrics = task_metrics(logits, tokens, predictable)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     losses = per_token_loss(logits, tokens).double()  # per sequence, for the deltas' intervals
-    mask = predictable.double()
     row[PER_SEQUENCE] = {"loss_all": losses.mean(-1).numpy(),
-                         "loss_pred": ((losses * mask).sum(-1) / mask.sum(-1).mean()).numpy()}
+                         "loss_pred": pooled_units(losses, predictable).numpy()}
     row["suite_acc"] = suite_accuracy(model, prompts, task)
     for name in SCORES:
         for l, group in scores.groupby("layer"):

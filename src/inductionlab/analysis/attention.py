@@ -161,7 +161,7 @@ def copy_masks(name: str, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     write-up's task these are keys j ≡ i + 1 (mod n) with queries i >= n; key i − (n − 1);
     and key (i + 1) mod n with queries i >= 2n.
     """
-    from ..core.tasks import query_sources
+    from ..core.task_kinds import query_sources
 
     q = query_sources(sources)  # [B, T(query), T(key)]
     T = q.shape[-1]
@@ -351,22 +351,25 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                              f"task sample {len(tokens)} and the distinct-letter sample "
                              f"{len(distinct_tokens)}: they are paired")
         _, control = model.run_with_cache(control_tokens, intervention, head_out=False)
-    T = tokens.shape[1]
+    # every layer is scored on the same masks: read once from the samples
+    masks = {name: score_masks(name, tokens.shape[1], local_window, sample.sources,
+                               distinct_tokens if name == "prefix_matching" else None)
+             for name in ATTENTION_SCORES}
+    chance = {name: chance_level(*masks[name]) for name in ATTENTION_SCORES}
     rows, means = [], []
     for l, pattern in enumerate(cache.pattern):
         mean = mean_pattern(pattern)
         scores = {}
         for name in ATTENTION_SCORES:
             on_distinct = name == "prefix_matching"
-            keys, queries = score_masks(name, T, local_window, sample.sources,
-                                        distinct_tokens if on_distinct else None)
+            keys, queries = masks[name]
             source = distinct.pattern[l] if on_distinct else pattern
             scores[name] = attention_mass(source, keys, queries)
             if intervals:
                 num, den = attention_mass_per_sequence(source, keys, queries)
                 scores.update(zip(interval_columns(name), bootstrap_interval(
                     num, den, seed=seed, purpose=BOOTSTRAP_PURPOSE)))
-            scores[f"{name}_chance"] = chance_level(keys, queries)
+            scores[f"{name}_chance"] = chance[name]
             if control is not None:
                 ctrl = attention_mass(control.pattern[l], keys, queries)
                 scores[control_column(name)] = ctrl

@@ -33,7 +33,7 @@ import torch
 
 from ..core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
                          repeat_blocks, sample_blocks)
-from ..core.tasks import TaskSample, task_from_dict
+from ..core.task_kinds import TaskSample
 from ..core.decoding import greedy_complete
 from ..core.seeding import generator
 from ..config import behaviour_settings_problems
@@ -273,19 +273,16 @@ def sequence_measures(logits: torch.Tensor, sample: TaskSample) -> dict[str, Mea
     own values (bootstrap over sequences): loss_all, loss_pred, acc_pred, icl_score and
     loss_pos{i} for every prediction i; then ``repeat_when_correct_rate`` (exact binomial)
     and ``repeat_when_correct_n`` (a count: no interval). Predictable targets are pooled
-    over sequences; where their number varies per sequence, a sequence's unit is its sum
-    over the mean count (so the units' mean is the pooled value)."""
-    from ..core.metrics import per_token_loss
+    over sequences (:func:`~inductionlab.core.metrics.pooled_units`)."""
+    from ..core.metrics import per_token_loss, pooled_units
 
-    tokens = sample.tokens
+    tokens, mask = sample.tokens, sample.predictable
     summary = model_summary(None, sample, logits=logits)
     losses = per_token_loss(logits, tokens).double()  # [B, T - 1]
-    mask = sample.predictable.to(losses.device).double()
-    correct = (logits[:, :-1].argmax(-1) == tokens[:, 1:]).double()
-    count = mask.sum(-1).mean().clamp_min(1e-12)
+    correct = logits[:, :-1].argmax(-1) == tokens[:, 1:]
     out = {"loss_all": mean_measure(losses.mean(-1), summary["loss_all"]),
-           "loss_pred": mean_measure((losses * mask).sum(-1) / count, summary["loss_pred"]),
-           "acc_pred": mean_measure((correct * mask).sum(-1) / count, summary["acc_pred"]),
+           "loss_pred": mean_measure(pooled_units(losses, mask), summary["loss_pred"]),
+           "acc_pred": mean_measure(pooled_units(correct, mask), summary["acc_pred"]),
            "icl_score": mean_measure(losses[:, -1] - losses[:, 0], summary["icl_score"])}
     out.update({f"loss_pos{i}": mean_measure(losses[:, i], v) for i, v in enumerate(summary["loss_pos"])})
     k, n = repeat_when_correct_counts(logits, tokens, sample.predictable)

@@ -366,7 +366,8 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
     (``best_head``) with its content part, induction score and the score's chance level.
     A model with no layer that can form one has ``formed`` 0 and no coincidence.
     """
-    from .phase_change import MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH, fit_logistic, same_time
+    from .phase_change import (MAX_SPAN, MIN_R2, PHASE_CHANGE, SAME_TIME_FACTOR, SMOOTH,
+                               fit_logistic, same_time)
 
     meta = {"variant": frame["variant"].iloc[0], "seed": int(frame["seed"].iloc[0])}
     steps, loss = metric_curve(frame, "loss_pred")
@@ -379,7 +380,7 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
             "control), best over " + _layers_phrase(followed))
     definition = FIT_DEFINITION.format(what=what, max_span=MAX_SPAN, min_r2=MIN_R2)
     coincidence = {**meta, "metric": COINCIDENCE, "value": math.nan, "low": math.nan,
-                   "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=2)}
+                   "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=SAME_TIME_FACTOR)}
     if len(best) >= 5:
         last = best.iloc[-1]
         layer, head = int(last["layer"]), int(last["head"])
@@ -391,7 +392,7 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
                            "final_score": _final_score(frame, layer, head),
                            "final_chance": score_chance(frame, "induction", followed)})
         if layers:
-            gap = same_time(loss_fit, induction_fit, 2.0, shapes=(PHASE_CHANGE, SMOOTH))
+            gap = same_time(loss_fit, induction_fit, SAME_TIME_FACTOR, shapes=(PHASE_CHANGE, SMOOTH))
             coincidence.update(value=gap["gap"], low=gap["low"], high=gap["high"], note=gap["note"])
         else:
             coincidence["note"] = f"coincidence not measured: {NO_LAYER_NOTE}"

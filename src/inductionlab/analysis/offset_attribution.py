@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ..core.formats import LOGITS, NATS, declare_table
+from ..core.metrics import pooled_units
 from .roles import ANTI_COPYING, COPYING, OV_ROLES, split_roles
 from .uncertainty import bootstrap_interval
 
@@ -334,10 +335,9 @@ def program_scores(model_logits: torch.Tensor, logits: torch.Tensor, tokens: tor
     agree = (prog.argmax(-1) == model_logp.argmax(-1)).double()
     kl = _kl_per_query(model_logp, prog)
     kl_uniform = _kl_per_query(model_logp, torch.zeros_like(prog))
-    mask = predictable.expand_as(target).double()  # [B, T - 1] or one row for all
-    correct = (prog.argmax(-1) == target).double() * mask
+    correct = pooled_units(prog.argmax(-1) == target, predictable)  # [B, T - 1] or one row
     per_seq = {"agreement": agree.mean(1).numpy(), "kl": kl.mean(1).numpy(),
-               "accuracy": (correct.sum(1) / mask.sum(1).mean()).numpy()}
+               "accuracy": correct.numpy()}
     out = {}
     for metric, values in per_seq.items():
         low, high = bootstrap_interval(values, seed=seed, purpose=f"{purpose}:{metric}")

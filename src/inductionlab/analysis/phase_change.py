@@ -62,6 +62,7 @@ FALLS = "falls"
 RISES = "rises"
 
 MAX_SPAN = 3.0            # a phase change covers 10–90 % of its drop within this factor in steps
+SAME_TIME_FACTOR = 2.0    # "at the same time": the two midpoints within this factor in steps
 MIN_R2 = 0.9              # ... and the logistic explains at least this share of the variance
 FLAT_R2 = 0.5             # below this R² the curve is flat (noise)
 MIN_DROP_SDS = 4.0        # a real change: |drop| at least this many residual sds

@@ -43,10 +43,6 @@ class TaskConfig:
         return [] if self.block_len >= 1 and self.n_blocks >= 2 else [
             f"block_len {self.block_len} and n_blocks {self.n_blocks}: a block must repeat"]
 
-    def description(self) -> str:
-        return (f"a block of {self.block_len} letters drawn with replacement, repeated "
-                f"{self.n_blocks} times")
-
     @property
     def seq_len(self) -> int:
         return self.block_len * self.n_blocks
@@ -89,13 +85,6 @@ def control_sample(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
 def validation_set(n: int, task, seed: int) -> TaskSample:
     """A fixed validation set of ``task`` (any kind); depends only on ``(n, task, seed)``."""
     return task.sample(n, generator(seed, "validation"))
-
-
-def predictable_mask(task: TaskConfig) -> torch.Tensor:
-    """Bool [seq_len - 1]: which next-token predictions have a determined target."""
-    mask = torch.zeros(task.seq_len - 1, dtype=torch.bool)
-    mask[task.first_predictable:] = True
-    return mask
 
 
 def loss_floor(task: TaskConfig) -> float:

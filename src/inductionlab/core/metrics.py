@@ -38,6 +38,16 @@ def task_metrics(logits: torch.Tensor, tokens: torch.Tensor, predictable: torch.
     }
 
 
+def pooled_units(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per sequence, the sum of ``values`` [B, T - 1] over its ``mask``ed targets divided by
+    the mean number of such targets per sequence: [B] (float64). Their mean is the mean
+    over every masked target pooled across sequences, the value :func:`task_metrics`
+    reports, so a bootstrap over sequences resamples these units; where every sequence
+    has the same targets, each unit is that sequence's own mean."""
+    mask = mask.to(values.device).expand_as(values).double()
+    return (values.double() * mask).sum(-1) / mask.sum(-1).mean().clamp_min(1e-12)
+
+
 @torch.no_grad()
 def evaluate(model, sample: TaskSample, batch_size: int = 4096) -> dict:
     """:func:`task_metrics` of ``model`` on a task sample, computed in chunks."""

@@ -42,10 +42,6 @@ class RandomOffset:
                     f"context of {self.seq_len} tokens: the block must repeat at least once"]
         return []
 
-    def description(self) -> str:
-        return (f"a prefix of 0–{self.max_offset} random letters, then a block of "
-                f"{self.block_len} letters repeated to {self.seq_len} letters")
-
     def sample(self, n: int, gen: torch.Generator) -> TaskSample:
         T, L = self.seq_len, self.block_len
         starts = torch.randint(0, self.max_offset + 1, (n,), generator=gen)

@@ -21,12 +21,11 @@ A task in a spec or a config is a JSON document ``{"name", "kind", ...settings}`
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, fields
+from dataclasses import asdict, fields
 
 from . import data, random_offset, variable_period  # noqa: F401 - each declares its kind
 from .data import TaskConfig
-from .task_kinds import (_KINDS, Floor, TaskSample, declare_task, periodic_sources,  # noqa: F401
-                         predictable_targets, query_sources)
+from .task_kinds import _KINDS
 
 WRITE_UP = "write_up"  # the name of the config's ``task:`` (the write-up's task)
 
@@ -34,13 +33,6 @@ WRITE_UP = "write_up"  # the name of the config's ``task:`` (the write-up's task
 def task_kinds() -> dict[str, type]:
     """Every declared task kind, by name."""
     return dict(_KINDS)
-
-
-def settings_of(kind: type) -> dict:
-    """The settings a kind takes beyond the shared ``vocab_size``/``seq_len``, with their
-    defaults (None: required)."""
-    return {f.name: (None if f.default is MISSING else f.default) for f in fields(kind)
-            if f.name not in ("vocab_size", "seq_len")}
 
 
 def task_from_dict(document: dict):
@@ -112,9 +104,3 @@ def tasks_problems(config: dict) -> list[str]:
             problems.append(f"variants.{name}.task: {task!r} is neither {WRITE_UP!r} nor one of "
                             f"tasks: {sorted(config.get('tasks') or {})}")
     return problems
-
-
-def describe(document: dict) -> str:
-    """A task document in words, e.g. ``variable_period (period 3–8)``."""
-    task = task_from_dict(document)
-    return f"{document.get('name', task.kind)}: {task.description()}"

@@ -47,10 +47,6 @@ class VariablePeriod:
                     "(the exact floor sums over every repetition pattern of a block)"]
         return []
 
-    def description(self) -> str:
-        return (f"per sequence a period n drawn from {self.min_period}–{self.max_period}, a block "
-                f"of n letters with replacement, tiled to {self.seq_len} letters")
-
     def sample(self, n: int, gen: torch.Generator) -> TaskSample:
         periods = torch.randint(self.min_period, self.max_period + 1, (n,), generator=gen)
         blocks = torch.randint(0, self.vocab_size, (n, self.max_period), generator=gen)

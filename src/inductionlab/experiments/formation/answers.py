@@ -20,7 +20,8 @@ docs/methods.md; none is tuned here):
   peaked test is position, a flat one near chance solves nothing;
 - ``abrupt``: does the content part change in a phase change (seeds whose fit is one)?
 - ``same_time``: do the loss and the content part change at the same time (midpoint gap
-  at most ln 2)?
+  at most ln of :data:`~inductionlab.analysis.phase_change.SAME_TIME_FACTOR`, as the
+  dynamics read it, here on each seed's gap without its interval)?
 Each answer counts seeds; "in k of n seeds" where they differ.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ import math
 
 import pandas as pd
 
+from ...analysis.phase_change import MAX_SPAN, SAME_TIME_FACTOR
 from ...report.numbers import decimals, fmt_at
 
 # each question's key, and its words (the ``metric`` of its row in formation_answers.csv)
@@ -41,8 +43,8 @@ QUESTIONS = {
     "same_time": "at the same time as the loss?",
 }
 SENTENCE = "sentence"
-HALF = 0.5  # a share of the excess left, and the period test's flatness ratio
-SAME_TIME = math.log(2.0)
+HALF = 0.5  # a share of the excess left; the period test's lowest accuracy and flatness ratio
+SAME_TIME = math.log(SAME_TIME_FACTOR)  # the midpoint gap |ln ratio| of "at the same time"
 
 
 def _values(frame: pd.DataFrame, model: str, metric: str) -> pd.Series:
@@ -126,14 +128,14 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
         base_accs = pd.concat([v(f"period{p}_acc", base).rename(p) for p in periods], axis=1)
         out["generalises"] = (
             f"{word}: the period test is solved at every n = {periods[0]}–{periods[-1]} (lowest "
-            f"accuracy at least 0.5 and half the highest) in {k} of {n} seeds (accuracy {_range(low)} at its lowest, {_range(high)} at its highest; "
+            f"accuracy at least {HALF:g} and {HALF:g} of the highest) in {k} of {n} seeds (accuracy {_range(low)} at its lowest, {_range(high)} at its highest; "
             f"{base}: {_range(base_accs.min(axis=1))} to {_range(base_accs.max(axis=1))})")
     word, k, n = _seeds(v("content_phase_change"))
     words["abrupt"] = (f"{word} (span a factor of {_range(v('content_span'))} in steps)" if formed
                        else f"– (no induction head; the fit to its best head: {word})")
     fit = (f"{word}: the content part changes in a phase change in {k} of {n} seeds (midpoint "
            f"{_range(v('content_midpoint'))} steps, 10–90 % span a factor of "
-           f"{_range(v('content_span'))} in steps; a phase change needs at most 3)")
+           f"{_range(v('content_span'))} in steps; a phase change needs at most {MAX_SPAN:g})")
     out["abrupt"] = fit if formed else f"not asked, no induction head; the fit to its best head: {fit}"
     gap = v("midpoint_gap").dropna()
     if gap.empty:
@@ -141,10 +143,12 @@ def model_answers(frame: pd.DataFrame, model: str, base: str, periods) -> dict[s
         out["same_time"] = "not measured: no change of the content part to time"
     else:
         word, k, n = _seeds((gap <= SAME_TIME).astype(float))
-        words["same_time"] = f"{word} (midpoint gap {_range(gap)}, same time at most 0.693)"
+        words["same_time"] = (f"{word} (midpoint gap {_range(gap)}, same time at most "
+                              f"{fmt_at(SAME_TIME, 3)})")
         out["same_time"] = (f"{word}: loss and content part change at the same time in {k} of "
                             f"{n} seeds (gap |ln ratio| of the midpoints {_range(gap)}; at most "
-                            f"ln 2 = 0.693 is the same time; loss midpoint "
+                            f"ln {SAME_TIME_FACTOR:g} = {fmt_at(SAME_TIME, 3)} is the same time; "
+                            f"loss midpoint "
                             f"{_range(v('loss_midpoint'))} steps)")
     out[SENTENCE] = (
         f"{model}: a layer-0 previous-token head {words['previous_token_head']}; a last-layer "

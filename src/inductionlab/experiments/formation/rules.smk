@@ -8,7 +8,10 @@
 # head formed, whether K-composition builds it, whether it generalises, and when it
 # formed (formation.csv). Settings: config["experiments"]["formation"] (schema.yaml);
 # words: prose.yaml.
-from inductionlab.experiments.formation.answers import QUESTIONS as FM_QUESTIONS
+from inductionlab.analysis.phase_change import MAX_SPAN as FM_MAX_SPAN, MIN_R2 as FM_MIN_R2
+from inductionlab.experiments.formation.answers import (HALF as FM_HALF, QUESTIONS as FM_QUESTIONS,
+                                                        SAME_TIME as FM_SAME_TIME,
+                                                        SAME_TIME_FACTOR as FM_SAME_TIME_FACTOR)
 from inductionlab.experiments.formation.settings import model_names
 
 FM = config["experiments"]["formation"]
@@ -74,7 +77,9 @@ rule formation_answers:
 
 
 FM_VALUES = dict(task=FM_TASK, variants=list(FM_MODELS), models=list(FM_MODELS.values()),
-                 periods=config["behaviour"]["period_lengths"])
+                 periods=config["behaviour"]["period_lengths"], half=FM_HALF,
+                 max_span=FM_MAX_SPAN, min_r2=FM_MIN_R2, same_time_factor=FM_SAME_TIME_FACTOR,
+                 same_time=FM_SAME_TIME)
 FM_WORDS = section_prose("prose.yaml", model="", **FM_VALUES)
 FM_METRICS = {
     "task": ["loss_pred", "floor_loss_pred", "acc_pred", "floor_acc_pred", "write_up_loss_pred",
