@@ -3,7 +3,7 @@ import pandas as pd
 
 from inductionlab.report.claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT,
                                         TOO_CLOSE_ANY)
-from inductionlab.report.front_page import by_model, changed_claims, copy_offsets, mechanism, tally_words
+from inductionlab.report.front_page import copy_offsets, mechanism, tally_words
 
 
 def test_tally_agrees_in_number():
@@ -36,17 +36,8 @@ def test_mechanism_tells_content_from_position():
     assert mechanism(None, {"copies": [], "suppresses": [0]}, 6) == "its logits suppress the current letter"
 
 
-def test_verdicts_that_change_with_the_table():
-    comparison = pd.DataFrame({
-        "role": ["one_layer", "two_layer"], "claim": ["one_layer.a", "two_layer.b"],
-        "mine": ["replicates in every seed (holds in 5 of 5 seeds; [1, 2])", "does not replicate"],
-        "other": ["does not replicate (holds in 0 of 5 seeds)", "does not replicate"],
-        "differs": [True, False]})
-    assert changed_claims(comparison) == ["one_layer.a"]
-    assert changed_claims(None) == [] and changed_claims(comparison.drop(columns="differs")) == []
+def test_copy_offsets_of_the_task():
     assert copy_offsets(6, 4) == [5, 11, 17] and copy_offsets(4, 2) == [3]
-    assert by_model(["smeared.a", "smeared.b", "two_layer.c"]) == [
-        {"model": "smeared", "names": ["a", "b"]}, {"model": "two_layer", "names": ["c"]}]
 
 
 def test_period_figure_of_page_1():

@@ -193,24 +193,6 @@ def other_models(models: list[str], claimed: list[str], card: pd.DataFrame,
     return out
 
 
-def changed_claims(comparison: pd.DataFrame | None) -> list[str]:
-    """The claims whose outcome differs between the model families of a family comparison
-    (its ``differs`` column), as ids; none without a comparison."""
-    if comparison is None or "differs" not in comparison:
-        return []
-    return [str(c) for c in comparison.loc[comparison["differs"].astype(str) == "True", "claim"]]
-
-
-def by_model(claims: list[str]) -> list[dict]:
-    """Claim ids grouped by the model before the dot, in order of first appearance:
-    [{"model": "smeared", "names": ["solves_12_letter_prompts", ...]}]."""
-    groups: dict[str, list[str]] = {}
-    for c in claims:
-        model, _, name = c.partition(".")
-        groups.setdefault(model, []).append(name or model)
-    return [{"model": m, "names": names} for m, names in groups.items()]
-
-
 def too_close(card: pd.DataFrame) -> list[str]:
     """The claims too close to call, as ids."""
     return [str(c) for c, o in zip(card["claim"], card.apply(outcome, axis=1)) if o == TOO_CLOSE_ANY]
