@@ -76,16 +76,11 @@ include: "workflow/rules/offsets.smk"
 include: "workflow/rules/report.smk"
 
 
+# Every file the workflow publishes is a target, so a deleted one is rebuilt.
 rule all:
     default_target: True
     input:
-        "reports/report.html",
-        "reports/report.pdf",
-        all_weights(),
-        circuit_outputs(),
-        behaviour_outputs(),
-        ablation_outputs(),
-        dynamics_outputs(),
+        published_outputs(),
 
 
 # A directory where a rule writes a file would pass for an up-to-date output.

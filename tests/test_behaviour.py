@@ -1,6 +1,7 @@
 import itertools
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -316,3 +317,17 @@ def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
     spec = SimpleNamespace(task=TASK, task_name="write_up", name="never/seed0", variant="never", seed=0)
     with pytest.raises(ValueError, match="behaviour.shared_prefix_len: 0"):
         behaviour_results(never, spec, {**SETTINGS, "shared_prefix_len": 0})
+
+
+def test_the_failure_mode_suite_samples_patterns_when_there_are_too_many_to_list():
+    from inductionlab.analysis.failure_modes import MAX_PATTERNS, bell, pattern_of, suite_patterns
+
+    assert [bell(n) for n in range(1, 9)] == [1, 2, 5, 15, 52, 203, 877, 4140]
+    assert suite_patterns(6, 26, 0) == repetition_patterns(6)  # 203: every one listed
+    start = time.monotonic()
+    sampled = suite_patterns(26, 26, 0)  # Bell(26) is about 5e19
+    assert time.monotonic() - start < 10
+    assert len(sampled) == MAX_PATTERNS == len(set(sampled))
+    assert all(pattern_of(p) == p and len(p) == 26 for p in sampled)
+    assert "A" * 26 in sampled and "ABCDEFGHIJKLMNOPQRSTUVWXYZ" in sampled
+    assert suite_patterns(26, 26, 0) == sampled  # the same sample for a seed

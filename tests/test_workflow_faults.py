@@ -128,3 +128,70 @@ def test_a_hand_edited_spec_is_never_trained(copy_of_run):
     rebuilt = _run(work, model.relative_to(work))
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert '"n_heads": 4' in spec.read_text() and model.read_bytes() == weights
+
+
+def _published(work) -> set[str]:
+    """Every file the workflow publishes (its `published_outputs()`), read as Snakemake
+    reads the Snakefile in ``work``."""
+    from pathlib import Path
+
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.enums import Quietness
+    from snakemake.settings.types import OutputSettings, ResourceSettings
+
+    from helpers import ROOT
+
+    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL}, dryrun=True)) as api:
+        parsed = api.workflow(resource_settings=ResourceSettings(cores=1),
+                              snakefile=Path(ROOT) / "Snakefile", workdir=Path(work))
+        return set(parsed._workflow.globals["published_outputs"]())
+
+
+def _job_counts(dry_run_output: str) -> dict[str, int]:
+    """Rule -> jobs, from the job stats of a dry run."""
+    counts, table = {}, dry_run_output.split("Job stats:", 1)[-1].splitlines()
+    for line in table[3:]:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit() or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_every_file_the_workflow_publishes_is_a_target(copy_of_run):
+    work = copy_of_run
+    published = _published(work)
+    written = {str(p.relative_to(work)) for root in ("results", "reports")
+               for p in (work / root).rglob("*") if p.is_file()
+               and not any(part.startswith(".") for part in p.relative_to(work).parts)
+               and "benchmarks" not in p.parts}
+    # a file inside a figure folder (a directory output) is published with its folder
+    loose = sorted(f for f in written - published
+                   if not any(f.startswith(d + "/") for d in published))
+    assert not loose, loose
+
+
+def test_deleted_results_are_rebuilt_with_what_depends_on_them_and_nothing_else(copy_of_run):
+    work = copy_of_run
+    results = work / "results"
+    tables = results / "tables"
+    (tables / "claims.csv").unlink()
+    (tables / "scorecard.csv").unlink()
+    proc = _run(work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _job_counts(proc.stderr) == {"claims": 1, "report": 1, "all": 1}
+    assert (tables / "claims.csv").is_file() and (tables / "scorecard.csv").is_file()
+
+    models = _models(work)
+    one, other = models[0], models[-1]
+    (one / "model.pt").unlink()
+    next((other / "checkpoints").glob("step*.pt")).unlink()
+    proc = _run(work, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _job_counts(proc.stdout + proc.stderr)
+    # the two models retrain (a model.pt and its checkpoints are one job's outputs); no
+    # other model trains, and no spec or settings file is written again
+    assert jobs.get("train") == 2, jobs
+    assert "model_spec" not in jobs and "stage_settings" not in jobs, jobs
+    for stage in ("behaviour", "ablations", "dynamics", "extract_weights"):
+        assert jobs.get(stage) == 2, (stage, jobs)

@@ -10,8 +10,11 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
+
+from . import records
 
 
 class WriteFailed(OSError):
@@ -63,34 +66,46 @@ def _publish(tmp: Path, path: Path, mode: int) -> None:
     os.replace(tmp, path)
 
 
-# ---------------------------------------------------------------- digests
-# Every file written here gets a record of its SHA-256 and size beside it, ``.<name>.sha256``; the
-# one reading module (inductionlab.core.loading) checks a file against its record, so a
-# file cut short, damaged or edited by hand after the workflow wrote it is refused.
+# ---------------------------------------------------------------- records
+# Every file written here gets a record beside it, ``.<name>.sha256`` (inductionlab.records):
+# its SHA-256 and size, what wrote it, for which model, seed and spec, from which inputs; the
+# one reading module (inductionlab.core.loading) checks a file against its record.
 
-def digest_path(path: str | os.PathLike) -> Path:
-    """Where the digest of ``path`` is recorded."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.sha256")
+digest_path = records.record_path
 
 
-def sha256(path: str | os.PathLike) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _record_digest(tmp: Path, path: Path) -> None:
-    """Record the digest of ``tmp``, about to become ``path`` (itself written atomically)."""
+def _record_digest(tmp: Path, path: Path, identity=None) -> None:
+    """Write the record of ``tmp``, about to become ``path`` (itself written atomically)."""
     record = digest_path(path)
+    _refuse_non_regular(record)
     fd, scratch = tempfile.mkstemp(prefix=f".tmp-{record.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as f:
-        f.write(f"{sha256(tmp)} {tmp.stat().st_size}\n")
+        f.write(records.write_record(tmp, path, identity))
     _publish(Path(scratch), record, 0o666)
+
+
+class NotOurs(OSError):
+    """The target of a write is not a regular file (a device, a FIFO, a link, a folder):
+    nothing is written over it."""
+
+
+def _refuse_non_regular(path: Path, folder: bool = False) -> None:
+    """Refuse to write over anything at ``path`` but a regular file (a folder, for a folder
+    output): a symbolic link, a device, a FIFO or a socket stays as it is."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    kind = ("a symbolic link" if stat.S_ISLNK(info.st_mode) else
+            "a directory" if stat.S_ISDIR(info.st_mode) else
+            "a regular file" if stat.S_ISREG(info.st_mode) else
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else
+            "a FIFO" if stat.S_ISFIFO(info.st_mode) else
+            "a socket" if stat.S_ISSOCK(info.st_mode) else "not a regular file")
+    wanted = "a directory" if folder else "a regular file"
+    if kind != wanted:
+        raise NotOurs(f"{path}: is {kind}, not {wanted} the workflow wrote, so nothing was "
+                      f"written there; remove it (or write elsewhere) and run again")
 
 
 @contextlib.contextmanager
@@ -112,23 +127,27 @@ def _replacing(path: Path, tmp: Path, publish, discard):
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = ""):
+def atomic_path(path: str | os.PathLike, suffix: str = "", identity=None):
     """Yield a temporary path next to ``path``; rename it to ``path`` on success.
 
     ``suffix`` is appended to the temporary name (``np.savez`` insists on ``.npz``).
+    ``identity``: the model, seed and spec the file belongs to
+    (:class:`inductionlab.records.Identity`), when the writer knows it; by default, that of
+    the command's inputs. Anything at ``path`` but a regular file is left as it is
+    (:class:`NotOurs`).
     """
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{path}: is a directory, so the file cannot be written there; "
-                                "remove it and run again")
+    _refuse_non_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
+    remove_leftovers(digest_path(path))
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
 
     def publish():
-        _record_digest(tmp, path)
+        _refuse_non_regular(path)
+        _record_digest(tmp, path, identity)
         _publish(tmp, path, 0o666)
 
     with _replacing(path, tmp, publish, Path.unlink):
@@ -139,6 +158,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
 def atomic_dir(path: str | os.PathLike):
     """Yield a temporary folder next to ``path``; it replaces ``path`` on success."""
     path = Path(path)
+    _refuse_non_regular(path, folder=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}.", dir=path.parent))

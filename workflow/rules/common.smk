@@ -9,7 +9,8 @@ import os
 import shlex
 import sys
 
-from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE  # the file names a training run writes
+# the file names a training run writes
+from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE, checkpoint_name, checkpoint_steps
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
 from inductionlab.stages.settings import settings_document
@@ -57,14 +58,36 @@ def model_settings(name):
     return make_spec(config, name, FIRST_SEED, MODELS[name])["model"]
 
 
+def model_folder(model="{model}", seed="{seed}"):
+    """A model's result folder (by default the pattern, with wildcards model and seed)."""
+    return f"{RESULTS}/{model}/seed{seed}"
+
+
 def model_file(name):
     """Path pattern of ``name`` in a model's result folder (wildcards model, seed)."""
-    return f"{RESULTS}/{{model}}/seed{{seed}}/{name}"
+    return f"{model_folder()}/{name}"
 
 
 def per_model(name, models=None):
     """``name`` in the result folder of every seed of ``models`` (default: every registered model)."""
     return expand(model_file(name), model=list(models or MODELS), seed=SEEDS)
+
+
+# Every checkpoint a training run writes, by name, so that a deleted one is rebuilt (every
+# model trains on the config's train: settings, so the schedule is one for all).
+CHECKPOINT_FILES = [f"{CHECKPOINTS}/{checkpoint_name(step)}" for step in
+                    checkpoint_steps(config["train"]["steps"], config["train"]["n_checkpoints"])]
+
+
+def checkpoint_files(folder=None):
+    """The checkpoint files in the result folder ``folder`` (default: the pattern)."""
+    return [f"{folder or model_folder()}/{name}" for name in CHECKPOINT_FILES]
+
+
+def training_outputs():
+    return (per_model("spec.json") + per_model(MODEL_FILE) + per_model("train_log.csv")
+            + [path for model in MODELS for seed in SEEDS
+               for path in checkpoint_files(model_folder(model, seed))])
 
 
 def all_weights():
@@ -114,9 +137,13 @@ def stage_settings_json(wildcards):
     return json.dumps(settings_document(config, wildcards.stage), sort_keys=True)
 
 
+SETTINGS_READ = set()  # the settings files some rule reads
+
+
 def settings_file(stage):
     """results/settings/{stage}.json: the keys of the config one kind of job reads
     (inductionlab.stages.settings.SETTINGS_FILES), or an experiment's settings."""
+    SETTINGS_READ.add(stage)
     return f"{RESULTS}/settings/{stage}.json"
 
 

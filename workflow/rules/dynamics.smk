@@ -7,7 +7,7 @@
 rule dynamics:
     input:
         model=model_file(MODEL_FILE),
-        checkpoints=model_file(CHECKPOINTS),
+        checkpoints=checkpoint_files(),
         behaviour_settings=settings_file("behaviour"),
         settings=settings_file("dynamics"),
     output:
@@ -18,12 +18,14 @@ rule dynamics:
         "logs/dynamics/{model}/seed{seed}.log",
     benchmark:
         "results/benchmarks/dynamics/{model}/seed{seed}.tsv"
+    params:
+        checkpoints=lambda wildcards, input: os.path.dirname(input.checkpoints[0]),
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
     shell:
-        "inductionlab dynamics --model {input.model} --checkpoints {input.checkpoints} "
+        "inductionlab dynamics --model {input.model} --checkpoints {params.checkpoints} "
         "--behaviour-settings {input.behaviour_settings} --settings {input.settings} --dynamics {output.dynamics} --losses {output.losses} "
         "--phase-change {output.phase_change} --threads {threads} > {log} 2>&1"
 

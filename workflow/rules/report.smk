@@ -201,3 +201,16 @@ rule report:
     shell:
         "inductionlab report --manifest {input.manifest} --html {output.html} --pdf {output.pdf} "
         "> {log} 2>&1"
+
+
+def published_outputs():
+    """Every file the workflow publishes: each is a target of `all`, so that a deleted one
+    is rebuilt (with what depends on it) by the next run."""
+    tables = [table_path(t, summary) for t in AGGREGATED_TABLES for summary in (False, True)]
+    study = [f"{RESULTS}/tables/{name}.csv" for name in ("claims", "scorecard", "family_comparison")]
+    study += [f"{RESULTS}/report/families.json", f"{RESULTS}/report/manifest.json"]
+    settings = [settings_file(stage) for stage in sorted(SETTINGS_READ)]
+    return sorted(set(
+        training_outputs() + all_weights() + circuit_outputs() + behaviour_outputs()
+        + ablation_outputs() + dynamics_outputs() + tables + study + settings + report_inputs()
+        + ["reports/report.html", "reports/report.pdf"]))

@@ -21,7 +21,7 @@ rule model_spec:
     benchmark:
         "results/benchmarks/model_spec/{model}/seed{seed}.tsv"
     shell:
-        "inductionlab write-json --out {output.spec:q} --document {params.spec:q} --sort-keys "
+        "inductionlab write-spec --out {output.spec:q} --document {params.spec:q} "
         "> {log} 2>&1"
 
 
@@ -44,7 +44,7 @@ if SEEDS_PER_JOB == 1:
         output:
             model=model_file(MODEL_FILE),
             log_csv=model_file("train_log.csv"),
-            checkpoints=directory(model_file(CHECKPOINTS)),
+            checkpoints=checkpoint_files(),
         params:
             out_dir=lambda wildcards, output: os.path.dirname(output.model),
         log:
@@ -76,7 +76,7 @@ else:
                 output:
                     models=_files(MODEL_FILE),
                     log_csvs=_files("train_log.csv"),
-                    checkpoints=[directory(p) for p in _files(CHECKPOINTS)],
+                    checkpoints=[c for s in _group for c in checkpoint_files(model_folder(_variant, s))],
                 log:
                     f"logs/train/{_tag}.log",
                 benchmark:

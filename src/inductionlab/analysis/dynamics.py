@@ -115,7 +115,7 @@ def checkpoint_files(folder) -> list[tuple[int, Path]]:
 def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
     from ..core.loading import MODEL_FILE, BadInput, retrain
-    from ..core.train import checkpoint_steps
+    from ..core.loading import checkpoint_steps
 
     expected = checkpoint_steps(train.steps, train.n_checkpoints)
     missing = sorted(set(expected) - {step for step, _ in files})

@@ -49,6 +49,40 @@ def repetition_patterns(n: int) -> tuple[str, ...]:
     return tuple(out)
 
 
+# Bell(block_len) patterns are listed up to this many (Bell(7) = 877); beyond, the suite
+# samples this many distinct ones (Bell(26) is about 5e19: not to be listed).
+MAX_PATTERNS = 1000
+
+
+def bell(n: int) -> int:
+    """The number of set partitions of n positions (the Bell triangle)."""
+    row = [1]
+    for _ in range(n - 1):
+        nxt = [row[-1]]
+        for value in row:
+            nxt.append(nxt[-1] + value)
+        row = nxt
+    return row[-1]
+
+
+def suite_patterns(n: int, vocab_size: int, seed: int) -> tuple[str, ...]:
+    """The patterns the suite scores: every one when Bell(n) is at most
+    :data:`MAX_PATTERNS`; else the one-letter and all-distinct patterns and the distinct
+    patterns of blocks drawn as in training (so the common ones), up to that many, in
+    canonical order."""
+    if bell(n) <= MAX_PATTERNS:
+        return repetition_patterns(n)
+    found = {"A" * n, ALPHABET[:n]}
+    gen = generator(seed, "failure-mode-patterns")
+    for _ in range(64):  # draws of MAX_PATTERNS blocks; repeats grow rare past the first
+        blocks = torch.randint(0, vocab_size, (MAX_PATTERNS, n), generator=gen)
+        for block in blocks.tolist():
+            found.add(pattern_of("".join(ALPHABET[i] for i in block)))
+            if len(found) == MAX_PATTERNS:
+                return tuple(sorted(found))
+    return tuple(sorted(found))
+
+
 def pattern_of(block: str) -> str:
     """The repetition pattern of a block: ``XXYZZY`` -> ``AABCCB``."""
     first: dict[str, str] = {}
@@ -74,6 +108,9 @@ def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Genera
     return letters[:, index]
 
 
+CHUNK = 4096  # sequences through the model at once
+
+
 @torch.no_grad()
 def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: int) -> pd.DataFrame:
     """Accuracy on every repetition pattern of a block, weighted by how often it occurs.
@@ -85,15 +122,15 @@ def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: 
     the pattern's probability under uniform sampling; ``error_mass`` = probability x
     teacher-forced error rate and its share of the total.
     """
-    patterns = repetition_patterns(task.block_len)
+    patterns = suite_patterns(task.block_len, task.vocab_size, seed)
     gen = generator(seed, "failure-modes")
     blocks = torch.cat([blocks_with_pattern(p, samples, task.vocab_size, gen) for p in patterns])
     seqs = repeat_blocks(blocks, task.n_blocks)
-    logits = torch.cat([model(seqs[i:i + 4096]) for i in range(0, len(seqs), 4096)])
     start = task.first_predictable
-    correct = (logits[:, :-1].argmax(-1) == seqs[:, 1:])[:, start:].float().mean(-1)
-    greedy = torch.cat([greedy_complete(model, seqs[i:i + 4096, :prompt_len], task.seq_len)
-                        for i in range(0, len(seqs), 4096)])
+    chunks = [seqs[i:i + CHUNK] for i in range(0, len(seqs), CHUNK)]  # bounded memory
+    correct = torch.cat([(model(c)[:, :-1].argmax(-1) == c[:, 1:])[:, start:].float().mean(-1)
+                         for c in chunks])
+    greedy = torch.cat([greedy_complete(model, c[:, :prompt_len], task.seq_len) for c in chunks])
     greedy_acc = completion_accuracy(greedy, seqs, prompt_len)
     per_block = correct.view(len(patterns), samples)
     exact = (greedy_acc == 1).view(len(patterns), samples)

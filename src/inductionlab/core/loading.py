@@ -8,10 +8,14 @@ bad file says so in one line instead of a traceback.
 from __future__ import annotations
 
 import json
-import re
+import os
 import pickle
+import re
+import stat
 import zipfile
 from pathlib import Path
+
+from .. import records
 
 REBUILD = "if the workflow wrote it, delete it and rerun snakemake to rebuild it"
 
@@ -29,6 +33,23 @@ def checkpoint_name(step: int) -> str:
     return f"step{step:06d}.pt"
 
 
+def checkpoint_steps(total: int, n: int = 40) -> list[int]:
+    """About ``n`` steps: half log-spaced in [1, total], half evenly spaced in [0, total].
+
+    Always includes 0 and ``total``; dense early (where phase changes happen) and
+    regular later.
+    """
+    import numpy as np
+
+    if total < 1:
+        return [0]
+    n_log = n // 2
+    log = np.geomspace(1, total, max(n_log, 2))
+    lin = np.linspace(0, total, max(n - n_log, 2))
+    steps = set(np.round(np.concatenate([log, lin])).astype(int).tolist()) | {0, total}
+    return sorted(s for s in steps if 0 <= s <= total)
+
+
 def retrain(model_pt) -> str:
     """The remedy for a damaged or missing training output: retrain its model."""
     return (f"delete {model_pt} and rerun snakemake to retrain the model; its checkpoints and "
@@ -44,43 +65,41 @@ class BadInput(ValueError):
 
 
 def check_file(path, kind: str) -> Path:
-    """``path`` as a Path, if it is a non-empty regular file; else :class:`BadInput`."""
+    """``path`` as a Path, if it is a non-empty regular file that is the one its record
+    describes (:mod:`inductionlab.records`); else :class:`BadInput`."""
     path = Path(path)
-    if not path.exists():
-        raise BadInput(path, f"no such file (expected {kind})", hint=None)
-    if path.is_dir():
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise BadInput(path, f"no such file (expected {kind})", hint=None) from None
+    except OSError as err:
+        raise BadInput(path, f"cannot be read ({err.strerror}; expected {kind})", hint=None) from None
+    if stat.S_ISDIR(info.st_mode):
         raise BadInput(path, f"is a directory, not {kind}", hint=None)
-    if path.stat().st_size == 0:
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(path, f"is not a regular file (a device, FIFO or socket), so not {kind}",
+                       hint=None)
+    if info.st_size == 0:
         raise BadInput(path, f"is empty (expected {kind})")
-    check_digest(path)
+    _checked(path, records.check, kind)
     return path
 
 
-def check_digest(path) -> None:
-    """``path`` is as the workflow wrote it: its SHA-256 equals the one recorded beside it
-    when it was written (:mod:`inductionlab.atomic`); else :class:`BadInput`. A file
-    without a record (one given by hand) is taken as it is."""
-    from ..atomic import digest_path, sha256
-
-    record = digest_path(path)
+def _checked(path, check, *args):
+    """``check(path, *args)`` with its problem as :class:`BadInput` naming ``path``."""
     try:
-        recorded, _, size = record.read_text().strip().partition(" ")
-    except (OSError, UnicodeDecodeError):
-        return
-    if sha256(path) != recorded:
-        now = path.stat().st_size
-        how = (f"truncated to {now} of its {size} bytes" if size.isdigit() and now < int(size)
-               else "damaged or edited")
-        raise BadInput(path, f"is not the file the workflow wrote: it was {how} since (its SHA-256 "
-                       f"differs from the one recorded in {record.name})",
-                       hint=REBUILD if path.name != "spec.json" else
+        return check(path, *args)
+    except records.FileChanged as err:
+        raise BadInput(path, str(err), hint=REBUILD if path.name != "spec.json" else
                        "delete it and rerun snakemake, which writes it from config.yaml again; "
-                       "to change a model, edit config.yaml")
+                       "to change a model, edit config.yaml") from None
+    except records.RecordProblem as err:
+        raise BadInput(path, str(err), hint=REBUILD) from None
 
 
 # Raised by torch.load / np.load / json on a truncated or foreign file.
 _DAMAGED = (EOFError, OSError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile,
-            ValueError, KeyError, UnicodeDecodeError)
+            ValueError, KeyError, IndexError, TypeError, AttributeError, UnicodeDecodeError)
 
 
 def _torch_payload(path, kind: str) -> dict:
@@ -127,17 +146,18 @@ def load_model(path, device="cpu"):
     if "model_config" not in payload:
         hint = " (a training checkpoint; give its model.pt)" if "step" in payload else ""
         raise BadInput(path, f"is not a model.pt: it has no model config{hint}", hint=None)
+    try:
+        identity = records.spec_identity(Spec.of(payload.get("spec")).to_dict())
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise BadInput(path, f"its spec is not valid ({err})") from None
+    _checked(path, records.check_content, identity)
     _refuse_non_finite(path, payload["state_dict"])
     try:
         model = AttentionOnlyTransformer(ModelConfig.from_dict(payload["model_config"]))
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
-    try:
-        spec = Spec.from_dict(payload.get("spec"))
-    except (ValueError, TypeError, KeyError) as err:
-        raise BadInput(path, f"its spec is not valid ({err})") from None
-    return model.to(device).eval(), spec
+    return model.to(device).eval(), Spec.of(payload["spec"])
 
 
 def read_spec(path):
@@ -145,11 +165,13 @@ def read_spec(path):
     from .spec import Spec
 
     try:
-        return Spec.from_dict(read_json(path, "a spec.json"))
+        spec = Spec.from_dict(read_json(path, "a spec.json"))
     except BadInput:
         raise
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise BadInput(path, f"not a valid spec ({err})") from None
+    _checked(Path(path), records.check_content, records.spec_identity(spec.to_dict()))
+    return spec
 
 
 def load_checkpoint(model, path, step: int | None = None) -> int:
@@ -240,5 +262,5 @@ def save_model(path, model, spec) -> None:
     payload = {"spec": Spec.of(spec).to_dict(), "model_config": model.cfg.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "torch_version": str(torch.__version__)}
-    with atomic.atomic_path(path) as tmp:
+    with atomic.atomic_path(path, identity=records.spec_identity(payload["spec"])) as tmp:
         torch.save(payload, tmp)

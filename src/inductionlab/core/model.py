@@ -45,6 +45,10 @@ class ModelConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "smear_layers", tuple(int(l) for l in self.smear_layers))
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} is not a positive integer")
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"

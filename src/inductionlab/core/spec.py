@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from dataclasses import MISSING, dataclass, field, fields
 
-from ..atomic import write_text
+from ..atomic import atomic_path
+from ..records import spec_identity
 from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import ModelConfig
 
@@ -173,5 +174,12 @@ def model_config(spec: dict) -> ModelConfig:
 
 
 def write_spec(path, spec: "Spec | dict") -> None:
+    """Write a spec.json, its record naming the model, seed and spec it is. A document
+    that is no valid spec is written as it is (for the checks of its readers)."""
     document = spec.to_dict() if isinstance(spec, Spec) else spec
-    write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    try:
+        identity = spec_identity(Spec.of(spec).to_dict())
+    except (ValueError, TypeError, KeyError, AttributeError):
+        identity = None
+    with atomic_path(path, identity=identity) as tmp:
+        tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

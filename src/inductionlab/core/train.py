@@ -13,7 +13,7 @@ import torch
 
 from .. import atomic
 from .data import validation_set
-from .loading import MODEL_FILE, checkpoint_name, non_finite, save_model
+from .loading import MODEL_FILE, checkpoint_name, checkpoint_steps, non_finite, save_model
 from .metrics import evaluate
 from .formats import NATS, declare_table
 from .model import build_model, choose_attention
@@ -25,21 +25,6 @@ from .spec import Spec
 
 class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
-
-
-def checkpoint_steps(total: int, n: int = 40) -> list[int]:
-    """About ``n`` steps: half log-spaced in [1, total], half evenly spaced in [0, total].
-
-    Always includes 0 and ``total``; dense early (where phase changes happen) and
-    regular later.
-    """
-    if total < 1:
-        return [0]
-    n_log = n // 2
-    log = np.geomspace(1, total, max(n_log, 2))
-    lin = np.linspace(0, total, max(n - n_log, 2))
-    steps = set(np.round(np.concatenate([log, lin])).astype(int).tolist()) | {0, total}
-    return sorted(s for s in steps if 0 <= s <= total)
 
 
 def eval_steps(total: int, every: int) -> list[int]:

@@ -119,6 +119,20 @@ def check_every_head(path, frame: pd.DataFrame) -> None:
                        + (f" (missing {shown})" if missing else ""))
 
 
+def refuse_repeated_models(inputs, frames) -> None:
+    """Each (variant, seed) in one input only: a table given twice, or two tables of one
+    model and seed, would count that seed twice in every mean."""
+    from ..core.loading import BadInput
+
+    seen = {}
+    for k, (path, frame) in enumerate(zip(inputs, frames)):
+        for variant, seed in frame[list(ID_COLUMNS)].drop_duplicates().itertuples(index=False):
+            first = seen.setdefault((variant, seed), k)
+            if first != k:
+                raise BadInput(path, f"holds {variant} seed {seed}, as {inputs[first]} does; each "
+                               "model and seed is stacked once", hint=None)
+
+
 def _role_rule():
     """Table name -> how the head-role rule is applied to its stacked rows."""
     from ..analysis.dynamics import decide_formed
@@ -142,6 +156,7 @@ def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None =
     if name in RULED_TABLES and roles is None:
         raise ValueError(f"the {name} table needs the head-role rule (--roles)")
     frames = [read_complete(path, final_step, name) for path in inputs]
+    refuse_repeated_models(inputs, frames)
     if name in PER_HEAD_TABLES:
         for path, frame in zip(inputs, frames):
             check_every_head(path, frame)

@@ -111,9 +111,28 @@ def command(name: str, help: str, /, **options: Option):
         if name not in BY_HAND and any(o.positional for o in options.values()):
             raise ValueError(f"command {name!r}: only commands typed by hand take positional "
                              "arguments")
-        COMMANDS[name] = Command(name, help, dict(options), run)
+        COMMANDS[name] = Command(name, help, dict(options), _recorded(name, run, options))
         return run
     return register
+
+
+# A command given one of these files is about one model and seed: every file it reads that
+# belongs to a model must belong to that one (inductionlab.records).
+ONE_MODEL_OPTIONS = ("model", "spec", "weights")
+
+
+def _recorded(name: str, run: Callable, options: dict) -> Callable:
+    """``run`` inside a record of what it reads (:class:`inductionlab.records.recording`):
+    every file it writes gets a record naming the command, the model and seed, its inputs."""
+    one_model = any(options.get(o) is not None and options[o].type is Path
+                    for o in ONE_MODEL_OPTIONS)
+
+    def recorded(**kwargs):
+        from .. import records
+
+        with records.recording(f"inductionlab {name}", one_model=one_model):
+            return run(**kwargs)
+    return recorded
 
 
 def write_tables(tables: dict, outputs: dict) -> None:

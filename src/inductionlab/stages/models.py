@@ -57,3 +57,21 @@ def write_json(out, document, indent, sort_keys):
         raise ValueError(f"{out}: the document holds NaN or an infinity, which JSON has no "
                          "words for; nothing was written") from None
     write_text(out, text + "\n")
+
+
+@command("write-spec", "write a model's spec.json from the JSON document given on the command "
+         "line, checked as training reads it (a shell command, so no Python job)",
+         out=path("the spec.json to write"), document=text("the spec as JSON text", required=True))
+def write_spec_file(out, document):
+    import json
+
+    from ..core.spec import Spec, write_spec
+
+    try:
+        spec = Spec.from_dict(json.loads(document))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{out}: the document is not JSON ({err})") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise ValueError(f"{out}: not a valid spec ({err}); nothing was written") from None
+    write_spec(out, spec)
+    say(f"wrote {out}")

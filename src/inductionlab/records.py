@@ -1,0 +1,257 @@
+"""What a file is: the record written beside every file the project writes.
+
+Every file written atomically (:mod:`inductionlab.atomic`) gets a record beside it,
+``.<name>.sha256``: a small JSON object with the file's SHA-256 and size, what wrote it
+(the command), for which model and seed and from which spec (the SHA-256 of the spec
+document), and the SHA-256 of every file the writer read. A reader
+(:mod:`inductionlab.core.loading`) checks a file against its record before use:
+
+- the bytes are the ones written (not cut short, damaged or edited since);
+- a file in a model's result folder, ``results/<model>/seed<N>/``, is that model's and
+  seed's (a file copied over from another seed or model is refused, naming both);
+- a command about one model reads only that model's files;
+- a file under a ``results/`` folder with no record, or with a record that is not a small
+  regular file, is not one the workflow wrote, and is refused. A file given by hand is read
+  from outside ``results/``.
+
+A record catches accidents and mix-ups, not forgery: whoever can write a file can
+write its record.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+RECORD_FORMAT = "inductionlab record 1"
+MAX_RECORD_BYTES = 1 << 20  # a record names its inputs: a few hundred bytes each
+RESULTS = "results"
+_SEED_FOLDER = re.compile(r"^seed(\d+)$")
+
+
+class RecordProblem(ValueError):
+    """A file's record is missing, unreadable or says the file is another one."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The model, seed and spec a file belongs to."""
+
+    model: str
+    seed: int
+    spec: str  # SHA-256 of the spec document (canonical JSON)
+
+    def words(self) -> str:
+        return f"{self.model} seed {self.seed}"
+
+
+def record_path(path) -> Path:
+    """Where the record of ``path`` is kept: ``.<name>.sha256`` beside it."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.sha256")
+
+
+def sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def spec_identity(document: dict) -> Identity:
+    """The identity of a spec document (a ``spec.json``'s content)."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return Identity(str(document["variant"]), int(document["seed"]),
+                    hashlib.sha256(text.encode()).hexdigest())
+
+
+def under_results(path) -> bool:
+    """Whether ``path`` lies in a folder named ``results`` (the workflow's own files)."""
+    return RESULTS in Path(os.path.abspath(path)).parts[:-1]
+
+
+def folder_identity(path) -> tuple[str, int] | None:
+    """``(model, seed)`` when ``path`` lies in a model's result folder,
+    ``results/<model>/seed<N>/``; else None."""
+    parts = Path(os.path.abspath(path)).parts[:-1]
+    for i in range(len(parts) - 2):
+        if parts[i] == RESULTS:
+            match = _SEED_FOLDER.match(parts[i + 2])
+            if match:
+                return parts[i + 1], int(match.group(1))
+    return None
+
+
+# ---------------------------------------------------------------- what one command read
+# A command (inductionlab.stages.commands) runs inside ``recording(writer)``: every file
+# its readers check is noted with its digest and identity, and every record it writes names
+# them. Outside a command (a library call), records name no writer and no inputs.
+
+@dataclass
+class _Recording:
+    writer: str | None = None
+    one_model: bool = False
+    inputs: dict | None = None  # path -> (sha256, Identity | None)
+
+
+_NOW = _Recording()
+
+
+class recording:
+    """Context of one command: ``writer`` (its name); ``one_model``: the command is about
+    one model and seed, so every input that belongs to one must belong to the same."""
+
+    def __init__(self, writer: str, one_model: bool = False):
+        self.state = _Recording(writer, one_model, {})
+
+    def __enter__(self):
+        global _NOW
+        self.previous, _NOW = _NOW, self.state
+        return self
+
+    def __exit__(self, *exc):
+        global _NOW
+        _NOW = self.previous
+        return False
+
+
+def note_input(path, digest: str, identity: Identity | None) -> None:
+    """Note that the running command read ``path``; a command about one model that reads
+    files of two models or seeds is refused, naming both."""
+    if _NOW.inputs is None:
+        return
+    if _NOW.one_model and identity is not None:
+        for other, (_, known) in _NOW.inputs.items():
+            if known is not None and (known.model, known.seed) != (identity.model, identity.seed):
+                raise RecordProblem(
+                    f"{path}: is a file of {identity.words()}, but {other} is of "
+                    f"{known.words()}; this command reads the files of one model and seed")
+    _NOW.inputs[str(path)] = (digest, identity)
+
+
+def _identities() -> list[Identity]:
+    found = [] if _NOW.inputs is None else [i for _, i in _NOW.inputs.values() if i is not None]
+    return list(dict.fromkeys(found))
+
+
+def output_identity(path, declared: Identity | None = None) -> Identity | None:
+    """The identity of a file about to be written at ``path``: ``declared``, or the one the
+    command's inputs share. In a model's result folder it must be that folder's model and
+    seed (of several inputs' identities, the one that is); else :class:`RecordProblem`."""
+    candidates = [declared] if declared is not None else _identities()
+    folder = folder_identity(path)
+    if folder is None:
+        return candidates[0] if len(candidates) == 1 else None
+    match = [i for i in candidates if (i.model, i.seed) == folder]
+    if candidates and not match:
+        made = ", ".join(i.words() for i in candidates)
+        raise RecordProblem(f"{path}: is made from the files of {made}, so it does not belong in "
+                            f"the folder of {folder[0]} seed {folder[1]}; nothing was written")
+    return match[0] if match else None
+
+
+def write_record(data_file: Path, path: Path, declared: Identity | None = None) -> str:
+    """The record's text of ``data_file``, about to be published as ``path``."""
+    identity = output_identity(path, declared)
+    inputs = {} if _NOW.inputs is None else {
+        p: digest for p, (digest, i) in _NOW.inputs.items()
+        if i is None or identity is None or i == identity}
+    document = {"format": RECORD_FORMAT, "file": path.name, "sha256": sha256(data_file),
+                "size": data_file.stat().st_size, "writer": _NOW.writer,
+                "model": identity.model if identity else None,
+                "seed": identity.seed if identity else None,
+                "spec": identity.spec if identity else None, "inputs": inputs}
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+# ---------------------------------------------------------------- reading a record
+
+@dataclass(frozen=True)
+class Record:
+    sha256: str
+    size: int
+    writer: str | None
+    identity: Identity | None
+    inputs: dict
+
+
+def read_record(path) -> Record | None:
+    """The record of ``path``; None when there is none. A record that is not a small
+    regular file, or not a record, is :class:`RecordProblem`."""
+    record = record_path(path)
+    try:
+        info = os.lstat(record)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise RecordProblem(f"its record {record.name} cannot be read ({err.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise RecordProblem(f"its record {record.name} is not a regular file")
+    if info.st_size > MAX_RECORD_BYTES:
+        raise RecordProblem(f"its record {record.name} is {info.st_size} bytes, more than a "
+                            f"record holds ({MAX_RECORD_BYTES})")
+    try:
+        with open(record, "rb") as f:
+            data = json.loads(f.read(MAX_RECORD_BYTES + 1).decode("utf-8"))
+        if data.get("format") != RECORD_FORMAT:
+            raise ValueError("another format")
+        identity = (Identity(str(data["model"]), int(data["seed"]), str(data["spec"]))
+                    if data.get("model") is not None else None)
+        return Record(str(data["sha256"]), int(data["size"]), data.get("writer"), identity,
+                      dict(data.get("inputs") or {}))
+    except OSError as err:
+        raise RecordProblem(f"its record {record.name} cannot be read ({err.strerror})") from None
+    except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError):
+        raise RecordProblem(f"its record {record.name} is not a record of this project") from None
+
+
+def check(path, kind: str) -> str:
+    """Check ``path`` against its record (see the module's doc) and note it as an input of
+    the running command; returns its SHA-256. Raises :class:`RecordProblem` (whose message
+    does not name the path: the caller does), :class:`FileChanged` for changed bytes."""
+    record = read_record(path)
+    digest = sha256(path)
+    if record is None:
+        if under_results(path):
+            raise RecordProblem(
+                f"has no record ({record_path(path).name}) beside it, so the workflow did not "
+                f"write it; to use {kind} made by hand, give it from outside a results/ folder")
+        note_input(path, digest, None)
+        return digest
+    if digest != record.sha256:
+        now = Path(path).stat().st_size
+        how = f"truncated to {now} of its {record.size} bytes" if now < record.size else "damaged or edited"
+        raise FileChanged(f"is not the file the workflow wrote: it was {how} since (its SHA-256 "
+                          f"differs from the one recorded in {record_path(path).name})")
+    _check_folder(path, record.identity)
+    note_input(path, digest, record.identity)
+    return digest
+
+
+def check_content(path, content: Identity) -> None:
+    """The identity ``content`` that the file's own content declares (a model's or a
+    spec's) is its record's, and its folder's; noted for the running command."""
+    record = read_record(path)
+    if record is not None and record.identity is not None and record.identity != content:
+        raise RecordProblem(f"holds {content.words()}" + (
+            "" if (content.model, content.seed) != (record.identity.model, record.identity.seed)
+            else " from another spec") + f", but its record says {record.identity.words()}")
+    _check_folder(path, content)
+    digest = _NOW.inputs.pop(str(path), (None,))[0] if _NOW.inputs is not None else None
+    note_input(path, digest or sha256(path), content)
+
+
+def _check_folder(path, identity: Identity | None) -> None:
+    folder = folder_identity(path)
+    if folder is not None and identity is not None and (identity.model, identity.seed) != folder:
+        raise RecordProblem(f"is the file of {identity.words()}, not of {folder[0]} seed "
+                            f"{folder[1]}, whose folder it is in")
+
+
+class FileChanged(RecordProblem):
+    """The file's bytes are not the ones its record describes."""

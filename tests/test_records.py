@@ -1,0 +1,190 @@
+"""Records: every file says what it is, writes land only on regular files, and a file of
+another model or seed, or with no record under results/, is refused."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from helpers import tiny_spec
+from inductionlab import records
+from inductionlab.atomic import NotOurs, atomic_path, digest_path, write_csv, write_text
+from inductionlab.core.loading import BadInput, load_model, read_spec, read_table, save_model
+from inductionlab.core.model import ModelConfig, build_model
+from inductionlab.core.spec import Spec, write_spec
+from inductionlab.report.aggregate import aggregate
+
+
+def _model_files(root, seed):
+    """spec.json and model.pt of a tiny model of ``seed`` in results/two_layer/seed{seed}/."""
+    folder = root / "results" / "two_layer" / f"seed{seed}"
+    spec = Spec.from_dict(tiny_spec(seed=seed))
+    write_spec(folder / "spec.json", spec)
+    save_model(folder / "model.pt", build_model(spec.model, seed), spec)
+    return folder
+
+
+def _record(path):
+    return json.loads(digest_path(path).read_text())
+
+
+def test_a_record_names_the_file_its_writer_model_seed_spec_and_inputs(tmp_path):
+    folder = _model_files(tmp_path, 0)
+    record = _record(folder / "model.pt")
+    spec = read_spec(folder / "spec.json")
+    assert record["file"] == "model.pt" and record["model"] == "two_layer" and record["seed"] == 0
+    assert record["spec"] == records.spec_identity(spec.to_dict()).spec
+    assert record["sha256"] == records.sha256(folder / "model.pt")
+    # inside a command: the writer and the inputs it read
+    with records.recording("inductionlab test", one_model=True):
+        read_table_input = folder / "t.csv"
+        load_model(folder / "model.pt")
+        write_csv(read_table_input, pd.DataFrame({"variant": ["two_layer"], "seed": [0]}))
+    table = _record(read_table_input)
+    assert table["writer"] == "inductionlab test" and (table["model"], table["seed"]) == ("two_layer", 0)
+    assert table["inputs"] == {str(folder / "model.pt"): record["sha256"]}
+
+
+def test_another_seeds_model_copied_with_its_record_is_refused(tmp_path):
+    seed0, seed1 = _model_files(tmp_path, 0), _model_files(tmp_path, 1)
+    for name in ("model.pt", ".model.pt.sha256"):
+        shutil.copy(seed1 / name, seed0 / name)
+    with pytest.raises(BadInput, match="is the file of two_layer seed 1, not of two_layer seed 0"):
+        load_model(seed0 / "model.pt")
+
+
+def test_a_record_edited_to_another_seed_is_refused_by_the_models_own_spec(tmp_path):
+    seed0, seed1 = _model_files(tmp_path, 0), _model_files(tmp_path, 1)
+    shutil.copy(seed1 / "model.pt", seed0 / "model.pt")
+    record = _record(seed1 / "model.pt") | {"seed": 0, "spec": _record(seed0 / "model.pt")["spec"]}
+    digest_path(seed0 / "model.pt").write_text(json.dumps(record))
+    with pytest.raises(BadInput, match="holds two_layer seed 1, but its record says two_layer seed 0"):
+        load_model(seed0 / "model.pt")
+
+
+def test_a_command_about_one_model_reading_anothers_file_is_refused(tmp_path):
+    seed0, seed1 = _model_files(tmp_path, 0), _model_files(tmp_path, 1)
+    with records.recording("inductionlab offsets", one_model=True):
+        load_model(seed0 / "model.pt")
+        with pytest.raises(BadInput, match="is a file of two_layer seed 1, but .* is of two_layer seed 0"):
+            read_spec(seed1 / "spec.json")
+    # reading many models is what a command about several does
+    with records.recording("inductionlab aggregate"):
+        load_model(seed0 / "model.pt")
+        read_spec(seed1 / "spec.json")
+
+
+def test_a_file_written_into_another_models_folder_is_refused(tmp_path):
+    seed0 = _model_files(tmp_path, 0)
+    out = tmp_path / "results" / "one_layer" / "seed0" / "weights.csv"
+    with records.recording("inductionlab extract-weights", one_model=True):
+        load_model(seed0 / "model.pt")
+        with pytest.raises(records.RecordProblem, match="does not belong in the folder of one_layer seed 0"):
+            write_text(out, "x\n")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("record", ["missing", "directory", "binary", "symlink_to_zero", "huge",
+                                    "old_format"])
+def test_a_table_under_results_without_a_sound_record_is_refused(tmp_path, record):
+    table = tmp_path / "results" / "tables" / "x.csv"
+    write_csv(table, pd.DataFrame({"a": [1.0]}))
+    rec = digest_path(table)
+    rec.unlink()
+    if record == "directory":
+        rec.mkdir()
+    elif record == "binary":
+        rec.write_bytes(b"\x00\xff" * 10)
+    elif record == "symlink_to_zero":
+        rec.symlink_to("/dev/zero")
+    elif record == "huge":
+        rec.write_text(" " * (records.MAX_RECORD_BYTES + 1))
+    elif record == "old_format":
+        rec.write_text(f"{records.sha256(table)} {table.stat().st_size}\n")
+    start = time.monotonic()
+    with pytest.raises(BadInput, match="record"):
+        read_table(table)
+    assert time.monotonic() - start < 5  # a record is read with a size limit, never in full
+
+
+def test_a_file_outside_results_needs_no_record(tmp_path):
+    table = tmp_path / "by_hand" / "x.csv"
+    table.parent.mkdir()
+    table.write_text("a\n1.0\n")
+    assert read_table(table)["a"].tolist() == [1.0]
+
+
+def test_a_table_edited_after_it_was_written_is_refused(tmp_path):
+    table = tmp_path / "results" / "tables" / "x.csv"
+    write_csv(table, pd.DataFrame({"a": [1.0]}))
+    table.write_text("a\n2.0\n")
+    with pytest.raises(BadInput, match="damaged or edited"):
+        read_table(table)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_a_write_never_replaces_anything_but_a_regular_file(tmp_path, kind):
+    target = tmp_path / "out.csv"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(victim)
+    else:
+        target.mkdir()
+    with pytest.raises(NotOurs, match="nothing was written"):
+        write_text(target, "new\n")
+    assert victim.read_text() == "keep\n"
+    assert (target.is_symlink() if kind == "symlink" else
+            target.is_dir() if kind == "directory" else not target.is_file())
+    assert not digest_path(target).exists()
+
+
+def test_a_write_over_a_device_is_refused_by_the_command(tmp_path):
+    """extract-weights --out /dev/null: one line, and /dev/null stays a device."""
+    folder = _model_files(tmp_path, 0)
+    proc = subprocess.run([sys.executable, "-m", "inductionlab.cli", "extract-weights", "--model",
+                           str(folder / "model.pt"), "--out", "/dev/null"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "/dev/null: is a device" in proc.stderr
+    assert not os.path.isfile("/dev/null")
+
+
+def test_leftovers_of_every_kind_go_with_the_next_write(tmp_path):
+    target = tmp_path / "t.csv"
+    for stale in (f".tmp-{target.name}.abc", f".tmp-.{target.name}.sha256.def"):
+        (tmp_path / stale).write_text("partial")
+    write_text(target, "a\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".t.csv.sha256", "t.csv"]
+
+
+def test_aggregate_counts_each_model_and_seed_once(tmp_path):
+    table = tmp_path / "results" / "two_layer" / "seed0" / "extra.csv"
+    write_csv(table, pd.DataFrame({"variant": ["two_layer"], "seed": [0], "loss": [1.0]}))
+    with pytest.raises(BadInput, match="holds two_layer seed 0, as .* does"):
+        aggregate("extra", [table, table], tmp_path / "long.csv", tmp_path / "summary.csv")
+
+
+def test_a_model_with_no_heads_is_one_message():
+    with pytest.raises(ValueError, match="n_heads=0 is not a positive integer"):
+        ModelConfig(n_heads=0)
+    with pytest.raises(ValueError, match="n_heads=0"):
+        Spec.from_dict(tiny_spec(n_heads=0))
+
+
+def test_complete_on_a_link_to_a_text_file_is_one_line(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a model\n" * 50)
+    link = tmp_path / "model.pt"
+    link.symlink_to(text)
+    proc = subprocess.run([sys.executable, "-m", "inductionlab.cli", "complete", str(link), "ABC"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{link}: cannot be read as a model.pt" in proc.stderr
