@@ -15,6 +15,7 @@ time between jobs is in no file. Asserts nothing.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -24,9 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_table import job_table  # noqa: E402  one reader of the benchmark files
 
 
-def main(argv: list[str]) -> None:
-    run_dir = Path(argv[0] if argv else ".")
-    jobs = job_table(run_dir)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", nargs="?", default=".", type=Path,
+                        help="the folder the workflow ran in (default: the current directory)")
+    args = parser.parse_args(argv)
+    jobs = job_table(args.run_dir)
     per_model = jobs.groupby(["rule", "model"]).agg(s=("s", "mean"), cpu=("cpu", "mean"))
     cells = per_model.apply(lambda r: f"{r.s:.1f} ({r.cpu:.1f})", axis=1).unstack("model")
     pd.set_option("display.width", 250)

@@ -1,7 +1,7 @@
 """Where a training step's time goes: the top operations by their own CPU time.
 
     python benchmarks/step_profile.py [--variant two_layer] [--steps 50] [--top 8]
-                                      [--attention kernel|explicit] [--eager]
+                                      [--attention kernel|explicit] [--eager] [--batch 256]
 
 Builds the variant's model and optimizer as ``inductionlab train`` does (compiled on a CPU,
 the attention form ``choose_attention`` picks unless ``--attention`` says otherwise), warms
@@ -16,10 +16,11 @@ import time
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from inductionlab.core.compile_policy import loss_function
 from inductionlab.core.data import TaskConfig, sample_sequences
 from inductionlab.core.model import build_model, choose_attention
 from inductionlab.core.seeding import generator
-from inductionlab.core.train import loss_function, optimizer, train_step
+from inductionlab.core.train import optimizer, train_step
 
 from train_speed import TRAIN, VARIANTS
 

@@ -1,9 +1,10 @@
 """Training speed: the project's step against a plain PyTorch loop of the same shapes.
 
-    python benchmarks/train_speed.py [--steps 40] [--rounds 7] [--threads 1] [--stack 5]
+    python benchmarks/train_speed.py [--steps 40] [--rounds 7] [--threads 1] [--batch 256]
+                                     [--stack 5] [--variants NAME ...]
 
-For every default variant, times in alternating blocks (so that load from other
-processes hits both alike) and prints the median ms per step of:
+For every default variant (or those named by ``--variants``), times in alternating blocks
+(so that load from other processes hits both alike) and prints the median ms per step of:
 
 - plain:   a minimal training loop written here: per-layer nn.Linear projections,
            heads split by view, an explicit masked softmax, ``loss.item()`` every step;
@@ -44,11 +45,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from inductionlab.core.compile_policy import loss_function, should_compile
 from inductionlab.core.data import TaskConfig, sample_sequences
 from inductionlab.core.model import ModelConfig, build_model, choose_attention, sinusoidal_table
 from inductionlab.core.seeding import generator
-from inductionlab.core.train import (StackedModels, loss_function, optimizer, per_seed_loss,
-                                     should_compile, train_step)
+from inductionlab.core.stacked import StackedModels, per_seed_loss
+from inductionlab.core.train import optimizer, train_step
 
 VARIANTS = {
     "one_layer": ModelConfig(n_layers=1),
@@ -142,6 +144,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--stack", type=int, default=5, help="seeds per stacked model (0: skip)")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        metavar="NAME", help=f"variants to time (default all: {', '.join(VARIANTS)})")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*batching rule.*")
@@ -153,7 +157,8 @@ def main() -> None:
     if args.stack:
         header += f" {'stacked':>8s} {'ratio':>6s}"
     print(header + "   compile")
-    for name, cfg in VARIANTS.items():
+    for name in args.variants:
+        cfg = VARIANTS[name]
         gen = generator(0, "benchmark")
         plain = PlainModel(cfg)
         plain_opt = adamw(plain.parameters())
