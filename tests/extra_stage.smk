@@ -16,11 +16,12 @@ rule extra_answer:
         from matplotlib.figure import Figure
 
         from inductionlab.atomic import write_csv
+        from inductionlab.report.plots import save
 
         write_csv(output.table, pd.DataFrame({"check": ["extra-stage-answer"], "value": [EXTRA_ANSWER]}))
         fig = Figure(figsize=(2, 1.5))
         fig.add_subplot().plot([0, 1, 2], [0, 1, 4])
-        fig.savefig(output.figure, dpi=40)
+        save(fig, output.figure)
         with open(log[0], "w") as fh:
             fh.write(f"wrote {output.table} and {output.figure}\n")
 

@@ -220,7 +220,8 @@ def check(path, kind: str) -> str:
         if under_results(path):
             raise RecordProblem(
                 f"has no record ({record_path(path).name}) beside it, so the workflow did not "
-                f"write it; to use {kind} made by hand, give it from outside a results/ folder")
+                f"write it (a rule writes through inductionlab.atomic, which records each file); "
+                f"to use {kind} made by hand, give it from outside a results/ folder")
         note_input(path, digest, None)
         return digest
     if digest != record.sha256:

@@ -207,6 +207,7 @@ def published_outputs():
     """Every file the workflow publishes: each is a target of `all`, so that a deleted one
     is rebuilt (with what depends on it) by the next run."""
     tables = [table_path(t, summary) for t in AGGREGATED_TABLES for summary in (False, True)]
+    tables += [path for t in AGGREGATED_TABLES for path in aggregated_inputs(t)]  # per model
     study = [f"{RESULTS}/tables/{name}.csv" for name in ("claims", "scorecard", "family_comparison")]
     study += [f"{RESULTS}/report/families.json", f"{RESULTS}/report/manifest.json"]
     settings = [settings_file(stage) for stage in sorted(SETTINGS_READ)]
