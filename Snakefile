@@ -6,16 +6,19 @@ import sys
 from inductionlab import experiments as experiment_folders
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, missing_config_file,
-                                          output_path_problems, rule_file_patterns)
+                                          output_path_problems, rule_file_patterns, shown_path)
 
-# config.yaml is read by the line below and --configfile files by Snakemake itself; read
-# them first ourselves, so that a YAML syntax error or a key given twice (which Snakemake
-# would let replace the first) is one line naming the file, line and column.
+# Every config file read first as data only (inductionlab.config.read_yaml): a YAML syntax
+# error, a key given twice (which Snakemake would let replace the first), aliases expanding
+# without bound, an empty file or a YTE template (__use_yte__, whose values Snakemake runs
+# as Python) is one line naming the file, before `configfile:` below loads config.yaml.
+# Snakemake's command line loads --configfile files before this Snakefile runs (YTE
+# included): `inductionlab check-config FILE` reads a file from elsewhere without running it.
 try:
     for _file in (["config.yaml"] if os.path.exists("config.yaml") else []) + list(
         workflow.overwrite_configfiles or []
     ):
-        read_yaml(_file)
+        read_yaml(shown_path(_file))
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
 # No config.yaml here: say so, and how to point at one (not "'variants' is a required

@@ -186,7 +186,7 @@ def test_dynamics_checks_every_checkpoint_of_the_schedule(_run, trained, tmp_pat
     _assert_one_clear_line(_dynamics(_run, trained, ckpts, tmp_path), ckpts, "(step 3)")
     shutil.copy(trained / "bad" / "truncated_model.pt", ckpts / "step000003.pt")
     proc = _dynamics(_run, trained, ckpts, tmp_path)
-    _assert_one_clear_line(proc, ckpts / "step000003.pt", "truncated")
+    _assert_one_clear_line(proc, ckpts / "step000003.pt", "cut short or edited")
     # one remedy, whole: retrain the model (deleting the checkpoint alone would not rebuild it)
     assert f"delete {tmp_path / 'model.pt'} and rerun snakemake to retrain" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -340,7 +340,7 @@ def test_a_file_changed_since_the_workflow_wrote_it_is_refused(_run, trained, tm
     log = folder / "train_log.csv"
     lines = log.read_text().splitlines(keepends=True)
     log.write_text("".join(lines[:2]))  # whole lines: no sign of it but the recorded digest
-    with pytest.raises(BadInput, match=r"truncated to \d+ of its \d+ bytes since"):
+    with pytest.raises(BadInput, match=r"cut short or edited since \(now \d+ of its recorded \d+ bytes\)"):
         read_table(log)
     spec = folder / "spec.json"
     spec.write_text(spec.read_text().replace('"steps": 10', '"steps": 11'))

@@ -188,3 +188,25 @@ def test_complete_on_a_link_to_a_text_file_is_one_line(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"{link}: cannot be read as a model.pt" in proc.stderr
+
+
+def test_a_file_of_another_spec_with_its_record_edited_is_refused_beside_the_model(tmp_path):
+    """A checkpoint holds no spec: its record says whose it is. Edited to name this model,
+    it still carries another spec's digest, which the model's own spec is not."""
+    seed0 = _model_files(tmp_path, 0)
+    other = tmp_path / "elsewhere" / "results" / "two_layer" / "seed0"
+    spec = Spec.from_dict(tiny_spec(seed=0, d_model=16))
+    write_spec(other / "spec.json", spec)
+    with records.recording("inductionlab dynamics", one_model=True):
+        load_model(seed0 / "model.pt")
+        with pytest.raises(BadInput, match="is a file of two_layer seed 0 from another spec"):
+            read_spec(other / "spec.json")
+
+
+def test_a_record_of_another_file_is_refused(tmp_path):
+    folder = tmp_path / "results" / "tables"
+    write_csv(folder / "a.csv", pd.DataFrame({"x": [1.0]}))
+    shutil.copy(folder / "a.csv", folder / "b.csv")
+    shutil.copy(digest_path(folder / "a.csv"), digest_path(folder / "b.csv"))
+    with pytest.raises(BadInput, match="is the record of 'a.csv', another file"):
+        read_table(folder / "b.csv")

@@ -17,9 +17,13 @@ def main(argv=None) -> int:
 
     args = build_parser().parse_args(argv)
     # Every command computes with --threads threads (1 where it has no such option), as
-    # the workflow's job slots assume; set before torch or numpy is imported, whose
-    # thread pools read it. A variable set in the environment is left as it is.
-    threads = str(max(1, getattr(args, "threads", 1)))
+    # the workflow's job slots assume, and never more than the cores it may use (more only
+    # take turns, and thread pools of tens of thousands crash); set before torch or numpy
+    # is imported, whose thread pools read it. A variable set in the environment is left
+    # as it is.
+    if getattr(args, "threads", None) is not None:
+        args.threads = usable_threads(args.command, args.threads)
+    threads = str(getattr(args, "threads", 1))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, threads)
     try:
@@ -34,6 +38,18 @@ def main(argv=None) -> int:
         print(f"inductionlab {args.command}: error: {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def usable_threads(command: str, asked: int) -> int:
+    """``asked`` threads, at least 1 and at most the cores this process may use (saying so
+    on standard error when that is fewer)."""
+    from .workflow_checks import usable_cores
+
+    cores = usable_cores()
+    if asked > cores:
+        print(f"inductionlab {command}: --threads {asked} is more than the {cores} core(s) "
+              f"this process may use; using {cores}", file=sys.stderr)
+    return max(1, min(asked, cores))
 
 
 if __name__ == "__main__":

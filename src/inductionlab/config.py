@@ -6,7 +6,9 @@ and say what is allowed, before any job starts.
 from __future__ import annotations
 
 import copy
+import json
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -48,9 +50,15 @@ def settings_check(name: str):
 
 # ---------------------------------------------------------------- YAML without duplicates
 
+# A config file is a few hundred values; anchors and aliases repeat a value without writing
+# it out, so a small file can stand for billions ("billion laughs"). Counted before anything
+# walks the data.
+MAX_VALUES = 100_000
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a key given twice in one mapping (the second would
-    silently replace the first)."""
+    silently replace the first), in block and flow style alike."""
 
 
 def _mapping_without_duplicates(loader, node, deep=False):
@@ -60,13 +68,14 @@ def _mapping_without_duplicates(loader, node, deep=False):
             continue
         key = loader.construct_object(key_node, deep=True)
         try:
-            first = seen.setdefault(key, key_node.start_mark.line)
+            first = seen.setdefault(key, key_node.start_mark)
         except TypeError:
             continue  # an unhashable key: the constructor below refuses it
-        if first != key_node.start_mark.line:
+        if first is not key_node.start_mark:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first given on line {first + 1}); the second "
-                "would silently replace the first", key_node.start_mark)
+                None, None, f"duplicate key {key!r} (first given on line {first.line + 1}"
+                + (f", column {first.column + 1}" if first.line == key_node.start_mark.line else "")
+                + "); the second would silently replace the first", key_node.start_mark)
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
 
 
@@ -74,9 +83,99 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
                                  _mapping_without_duplicates)
 
 
+def _expanded_size(node, limit: int = MAX_VALUES) -> int:
+    """How many values ``node`` stands for with every alias written out, counted once per
+    node (an alias shares its anchor's node). Raises a ConstructorError at the smallest
+    value that exceeds ``limit``, or at an alias inside its own anchor."""
+    sizes, open_ = {}, set()
+
+    def size(n) -> int:
+        if id(n) in sizes:
+            return sizes[id(n)]
+        if id(n) in open_:
+            raise yaml.constructor.ConstructorError(
+                None, None, "an alias refers to a value it is part of; a config file holds no "
+                "cycles", n.start_mark)
+        open_.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            total = 1 + sum(size(k) + size(v) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total = 1 + sum(size(v) for v in n.value)
+        else:
+            total = 1
+        open_.discard(id(n))
+        if total > limit:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"this value stands for more than {limit:,} values once its aliases "
+                "(*name) are written out; a config file is far smaller: write it out, or "
+                "repeat less", n.start_mark)
+        sizes[id(n)] = total
+        return total
+
+    return size(node)
+
+
 def load_yaml_text(text: str):
-    """YAML ``text`` as data, with the safe loader; a key given twice is an error."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    """YAML ``text`` as data, with the safe loader; a key given twice, or aliases that
+    expand to more than :data:`MAX_VALUES` values, is an error."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class _DuplicateJsonKey(Exception):
+    pass
+
+
+def _json_object(pairs):
+    data = dict(pairs)
+    if len(data) < len(pairs):
+        seen = set()
+        raise _DuplicateJsonKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return data
+
+
+def _count_values(data, limit: int = MAX_VALUES) -> int:
+    """How many values ``data`` holds (mappings and lists count themselves and their items)."""
+    count, todo = 0, [data]
+    while todo and count <= limit:
+        item = todo.pop()
+        count += 1
+        if isinstance(item, dict):
+            todo += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            todo += item
+    return count
+
+
+def parse_config_text(text: str, where: str):
+    """The data of a config file's ``text``, read as Snakemake reads it: as JSON when it is
+    JSON (so ``1e-3`` is a number there, as JSON has it), else as YAML (where YAML 1.1, as
+    Snakemake's loader has it, reads ``1e-3`` as text). ``where``: the file, for messages."""
+    try:
+        data = json.loads(text, object_pairs_hook=_json_object)
+    except json.JSONDecodeError:
+        return load_yaml_text(text)
+    except _DuplicateJsonKey as twice:
+        # read again as YAML (JSON is YAML) for the line and column; else without them
+        try:
+            load_yaml_text(text)
+        except yaml.constructor.ConstructorError:
+            raise
+        except (yaml.YAMLError, RecursionError):
+            pass
+        raise ConfigError(f"{where}: duplicate key {twice.args[0]!r}; the second would "
+                          "silently replace the first") from None
+    if _count_values(data) > MAX_VALUES:
+        raise ConfigError(f"{where}: holds more than {MAX_VALUES:,} values; a config file is "
+                          "far smaller")
+    return data
 
 
 def _strict_integer(checker, instance) -> bool:
@@ -115,8 +214,25 @@ def _describe(error: jsonschema.ValidationError, prefix: tuple = ()) -> str:
     if error.validator == "type" and error.validator_value == "integer" and isinstance(error.instance, float):
         return f"{_key(path)}: {error.instance!r} is a float; write an integer ({error.instance:.0f})" \
             if error.instance.is_integer() else f"{_key(path)}: {error.instance!r} is not an integer"
-    why = error.schema.get("why") if error.validator in ("maximum", "maxLength") else None
+    written = _as_yaml_number(error.instance) if error.validator == "type" else None
+    if written is not None and "number" in error.validator_value:
+        return (f"{_key(path)}: {error.instance!r} is text, not a number: YAML reads an exponent "
+                f"as a number only with a decimal point and a sign; write {written}")
+    why = error.schema.get(f"why_{error.validator}") or (
+        error.schema.get("why") if error.validator in ("maximum", "maxLength") else None)
     return f"{_key(path)}: {error.message}" + (f" ({why})" if why else "")
+
+
+def _as_yaml_number(text) -> str | None:
+    """``text`` written so that YAML reads it as a number (``1e-3`` -> ``0.001``), when it
+    is a number with an exponent that YAML 1.1 reads as text; else None."""
+    if not isinstance(text, str) or not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+", text.strip()):
+        return None
+    written = repr(float(text))
+    if "e" in written:
+        mantissa, exponent = written.split("e")
+        written = f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}"
+    return written
 
 
 def non_finite_numbers(instance, path=()) -> list[str]:
@@ -176,6 +292,8 @@ def schema_problems(instance: dict, schema_path: str | Path, prefix: tuple = ())
 
 def check_semantics(config: dict) -> list[str]:
     """Rules JSON Schema does not express; one message per problem."""
+    from .core.spec import model_name_problem
+
     problems = []
     task = config["task"]
     if task["vocab_size"] < task["block_len"]:
@@ -187,6 +305,9 @@ def check_semantics(config: dict) -> list[str]:
         if name in RESULT_FOLDERS:
             problems.append(f"{where}: {name!r} is reserved (results/{name}/ holds the workflow's "
                             f"own files: reserved are {', '.join(RESULT_FOLDERS)}); rename the variant")
+        periodic = model_name_problem(name)
+        if periodic:
+            problems.append(f"{where}: {periodic}; rename the variant")
         if spec["d_model"] % spec["n_heads"]:
             problems.append(f"{where}.d_model: {spec['d_model']} is not divisible by "
                             f"{where}.n_heads = {spec['n_heads']}")
@@ -201,6 +322,85 @@ def check_semantics(config: dict) -> list[str]:
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} exceeds train.steps = "
                         f"{train['steps']}; the log would hold only the first and last step")
+    problems += _check_checkpoints(train)
+    return problems or memory_problems(config)
+
+
+def _check_checkpoints(train: dict) -> list[str]:
+    """The dynamics stage fits a logistic curve to every model's checkpoints, which needs
+    :data:`~inductionlab.core.bounds.MIN_FIT_POINTS` of them."""
+    from .core.bounds import MIN_FIT_POINTS as MIN_POINTS
+    from .core.loading import checkpoint_steps
+
+    steps, n = train["steps"], train["n_checkpoints"]
+    got = checkpoint_steps(steps, n)
+    if len(got) >= MIN_POINTS:
+        return []
+    shown = ", ".join(map(str, got))
+    why = (f"the dynamics stage fits a logistic curve to every model's checkpoints, which "
+           f"needs at least {MIN_POINTS}")
+    enough = next((k for k in range(n, 1001) if len(checkpoint_steps(steps, k)) >= MIN_POINTS), None)
+    if enough is None:
+        return [f"train.steps: {steps} step(s) leave room for {len(got)} checkpoints (steps "
+                f"{shown}); {why}: use steps >= {MIN_POINTS - 1}"]
+    return [f"train.n_checkpoints: {n} gives {len(got)} checkpoints (steps {shown}); {why}: "
+            f"use n_checkpoints >= {enough}"]
+
+
+def memory_problems(config: dict, available: int | None = None) -> list[str]:
+    """A job that would need more memory than this machine gives a process (``available``
+    bytes; default: :func:`inductionlab.core.bounds.available_memory`), estimated from the
+    config before any job starts; one line per problem naming the key to lower. Training
+    may use up to train.mem_mb x seeds_per_job instead, the memory a cluster job asks for."""
+    from .core import bounds
+
+    available = bounds.available_memory() if available is None else available
+    if available is None:
+        return []
+    task, train, problems = config["task"], config["train"], []
+    for name, variant in config["variants"].items():
+        need = bounds.training_bytes(variant, task, train)
+        asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
+        if need > max(available, asked):
+            parts = bounds.training_floats(variant, task, train)
+            seq_len = task["block_len"] * task["n_blocks"]
+            if (train["seeds_per_job"] > 1
+                    and bounds.training_bytes(variant, task, {**train, "seeds_per_job": 1}) <= available):
+                key, what = "train.seeds_per_job", f"{train['seeds_per_job']} seeds at once"
+            elif parts["step"] >= parts["validation"]:
+                key, what = "train.batch_size", f"batches of {train['batch_size']} x {seq_len} tokens"
+            else:
+                key, what = "train.val_size", (f"a validation set of {train['val_size']} x "
+                                               f"{seq_len} tokens")
+            problems.append(
+                f"{key}: a training job of variant {name!r} needs about {bounds.gigabytes(need)} "
+                f"({what}, {variant['n_layers']} layer(s) of {variant['n_heads']} head(s), "
+                f"d_model {variant['d_model']}), more than the {bounds.gigabytes(available)} "
+                f"this machine gives a process; lower {key}, or make the model or the sequence "
+                "smaller")
+        n, key = max((config["behaviour"]["n_sequences"], "behaviour.n_sequences"),
+                     (config["dynamics"]["n_sequences"], "dynamics.n_sequences"))
+        need = bounds.analysis_bytes(variant, task, n)
+        if need > available:
+            problems.append(
+                f"{key}: scoring {n} sequences of variant {name!r} in one pass, every "
+                f"attention pattern kept, needs about {bounds.gigabytes(need)}, more than the "
+                f"{bounds.gigabytes(available)} this machine gives a process; lower {key}, or "
+                "make the model smaller")
+        if problems:
+            return problems  # the first variant that does not fit says it
+    from .core.loading import checkpoint_steps
+
+    seq_len = task["block_len"] * task["n_blocks"]
+    vectors = (len(config["variants"]) * len(config["seeds"])
+               * len(checkpoint_steps(train["steps"], train["n_checkpoints"])))
+    need = bounds.pca_bytes(vectors, config["dynamics"]["eval_size"], seq_len)
+    if need > available:
+        problems.append(
+            f"dynamics.eval_size: the PCA of {vectors} checkpoints' per-token losses (every "
+            f"variant, seed and checkpoint) on {config['dynamics']['eval_size']} sequences "
+            f"needs about {bounds.gigabytes(need)}, more than the {bounds.gigabytes(available)} "
+            "this machine gives a process; lower dynamics.eval_size or train.n_checkpoints")
     return problems
 
 
@@ -264,16 +464,40 @@ def behaviour_settings_problems(settings: dict, task) -> list[str]:
     return problems
 
 
+def included_rule_files(workflow_dir: str | Path, experiments: dict | None = None) -> dict[str, str]:
+    """The rule files the workflow includes itself, resolved path -> what it is: every
+    ``include: "..."`` of its Snakefile, and each experiment's ``rules.smk`` (``experiments``:
+    name -> :class:`inductionlab.experiments.Experiment`), included when it is switched on."""
+    workflow_dir = Path(workflow_dir)
+    taken = {}
+    try:
+        text = (workflow_dir / "Snakefile").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    for match in re.finditer(r"""^\s*include:\s*(["'])(.+?)\1""", text, flags=re.M):
+        taken[str((workflow_dir / match.group(2)).resolve())] = (
+            "a rule file the Snakefile includes itself")
+    for name, experiment in (experiments or {}).items():
+        rules = getattr(experiment, "rules", None)
+        if rules is not None:
+            taken[str(Path(rules).resolve())] = (
+                f"the rules of experiment {name!r}, included when it is switched on (write "
+                f"`experiments: {{{name}: {{}}}}` instead)")
+    return taken
+
+
 def extra_rule_files(paths: list[str], workflow_dir: str | Path,
-                     cwd: str | Path | None = None) -> list[str]:
+                     cwd: str | Path | None = None, experiments: dict | None = None) -> list[str]:
     """The files of ``extra_rules`` as absolute paths.
 
     An absolute path is taken as it is; a relative one is looked up in the working
     directory ``cwd`` first, then in the workflow's own folder ``workflow_dir`` (the
     Snakefile's), so ``workflow/rules/extra/x.smk`` works with ``snakemake -s .../Snakefile
-    -d elsewhere``. A file found nowhere raises :class:`ConfigError` naming the entry.
+    -d elsewhere``. A file found nowhere, or one the workflow includes itself (see
+    :func:`included_rule_files`), raises :class:`ConfigError` naming the entry.
     """
     cwd = Path(cwd) if cwd is not None else Path.cwd()
+    taken = included_rule_files(workflow_dir, experiments)
     found, problems = [], []
     for k, entry in enumerate(paths):
         path = Path(entry)
@@ -282,6 +506,9 @@ def extra_rule_files(paths: list[str], workflow_dir: str | Path,
         if hit is None:
             problems.append(f"extra_rules.{k}: {entry!r} is not a file (looked in "
                             + " and ".join(str(c.parent.resolve()) for c in candidates) + ")")
+        elif str(hit.resolve()) in taken:
+            problems.append(f"extra_rules.{k}: {entry!r} is {taken[str(hit.resolve())]}; "
+                            "a rule file included twice defines its rules twice")
         elif str(hit.resolve()) in found:
             problems.append(f"extra_rules.{k}: {entry!r} is the same file as extra_rules."
                             f"{found.index(str(hit.resolve()))}; give each rule file once")
@@ -347,29 +574,47 @@ def validate_experiment(config: dict, name: str, schema_path: str | Path, check=
 
 
 def read_yaml(path, kind: str = "config file") -> dict:
-    """A YAML config file as a mapping; a syntax error or a key given twice is one line
-    naming file:line:column."""
+    """A YAML (or JSON) config file as a mapping, read as data only. A syntax error, a key
+    given twice, aliases expanding beyond :data:`MAX_VALUES` values, a tag that would build
+    a Python object, a YTE template (``__use_yte__``, which Snakemake would run as code) or
+    an empty file is one line naming file:line:column (or the file)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such {kind}" if not path.exists()
                           else f"{path}: is a directory, not a {kind}" if path.is_dir()
                           else f"{path}: is not a regular file, so not a {kind}")
     try:
-        data = load_yaml_text(path.read_text())
+        data = parse_config_text(path.read_text(encoding="utf-8"), str(path))
     except yaml.constructor.ConstructorError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: {err.problem or err.context}") from None
+        problem = err.problem or err.context or ""
+        if problem.startswith("could not determine a constructor for the tag"):
+            tag = problem.split("tag", 1)[1].strip().strip("'")
+            problem = (f"the tag {tag.replace('tag:yaml.org,2002:', '!!')} asks for something "
+                       f"other than data; a {kind} holds only mappings, lists, text, numbers "
+                       "and booleans")
+        raise ConfigError(f"{where}: {problem}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"{where}: YAML syntax error: {err.problem or err.context}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: not a YAML file, so not a {kind} ({str(err)[:120]})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a {kind}") from None
     if data is None:
-        return {}
+        # Snakemake's own words too: it reads a --configfile before the workflow can
+        raise ConfigError(f"{path}: holds no keys (it is empty, or only comments); a {kind} "
+                          "must be given as JSON or YAML with keys at top level: give at least "
+                          "one, or leave the file out")
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a {kind} is a mapping of keys to values")
+        raise ConfigError(f"{path}: a {kind} must be given as JSON or YAML with keys at top "
+                          f"level, a mapping of keys to values, not a {type(data).__name__}")
+    if "__use_yte__" in data:
+        raise ConfigError(f"{path}: __use_yte__ would have Snakemake run this file as a YTE "
+                          f"template, its ?-values as Python code; a {kind} is data, never "
+                          "code: remove __use_yte__ and write the values out")
     return data
 
 
@@ -416,7 +661,7 @@ def check_workflow_config(config: dict, workflow_dir: str | Path, experiments: d
     workflow_dir = Path(workflow_dir)
     experiments = experiments or {}
     validate_config(config, workflow_dir / "workflow" / "schemas" / "config.schema.yaml")
-    extras = extra_rule_files(config["extra_rules"], workflow_dir, cwd)
+    extras = extra_rule_files(config["extra_rules"], workflow_dir, cwd, experiments)
     _check_experiment_names(config, experiments, extras)
     # `<name>: false` switches an experiment off (an overlay merges mappings, so it cannot
     # remove a name): it is taken out, as if never named

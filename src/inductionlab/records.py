@@ -37,6 +37,10 @@ class RecordProblem(ValueError):
     """A file's record is missing, unreadable or says the file is another one."""
 
 
+class Mismatch(RecordProblem):
+    """Files given to one command belong to different models, seeds or specs."""
+
+
 @dataclass(frozen=True)
 class Identity:
     """The model, seed and spec a file belongs to."""
@@ -127,10 +131,12 @@ def note_input(path, digest: str, identity: Identity | None) -> None:
         return
     if _NOW.one_model and identity is not None:
         for other, (_, known) in _NOW.inputs.items():
-            if known is not None and (known.model, known.seed) != (identity.model, identity.seed):
-                raise RecordProblem(
-                    f"{path}: is a file of {identity.words()}, but {other} is of "
-                    f"{known.words()}; this command reads the files of one model and seed")
+            if known is not None and known != identity:
+                same = (known.model, known.seed) == (identity.model, identity.seed)
+                raise Mismatch(
+                    f"is a file of {identity.words()}" + (" from another spec" if same else "")
+                    + f", but {other} is of {known.words()}; this command reads the files of "
+                    "one model and seed")
     _NOW.inputs[str(path)] = (digest, identity)
 
 
@@ -173,6 +179,7 @@ def write_record(data_file: Path, path: Path, declared: Identity | None = None) 
 
 @dataclass(frozen=True)
 class Record:
+    file: str
     sha256: str
     size: int
     writer: str | None
@@ -202,7 +209,7 @@ def read_record(path) -> Record | None:
             raise ValueError("another format")
         identity = (Identity(str(data["model"]), int(data["seed"]), str(data["spec"]))
                     if data.get("model") is not None else None)
-        return Record(str(data["sha256"]), int(data["size"]), data.get("writer"), identity,
+        return Record(str(data["file"]), str(data["sha256"]), int(data["size"]), data.get("writer"), identity,
                       dict(data.get("inputs") or {}))
     except OSError as err:
         raise RecordProblem(f"its record {record.name} cannot be read ({err.strerror})") from None
@@ -216,6 +223,9 @@ def check(path, kind: str) -> str:
     does not name the path: the caller does), :class:`FileChanged` for changed bytes."""
     record = read_record(path)
     digest = sha256(path)
+    if record is not None and record.file != Path(path).name:
+        raise RecordProblem(f"its record {record_path(path).name} is the record of "
+                            f"{record.file!r}, another file")
     if record is None:
         if under_results(path):
             raise RecordProblem(
@@ -226,8 +236,9 @@ def check(path, kind: str) -> str:
         return digest
     if digest != record.sha256:
         now = Path(path).stat().st_size
-        how = f"truncated to {now} of its {record.size} bytes" if now < record.size else "damaged or edited"
-        raise FileChanged(f"is not the file the workflow wrote: it was {how} since (its SHA-256 "
+        how = (f"cut short or edited since (now {now} of its recorded {record.size} bytes)"
+               if now < record.size else "damaged or edited since")
+        raise FileChanged(f"is not the file the workflow wrote: it was {how} (its SHA-256 "
                           f"differs from the one recorded in {record_path(path).name})")
     _check_folder(path, record.identity)
     note_input(path, digest, record.identity)

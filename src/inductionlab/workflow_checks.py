@@ -28,6 +28,16 @@ def missing_config_file(cwd, given=(), config: dict | None = None, how: str | No
             "holds it, " + (how or "name that folder with --directory (-d), or give a full config "
                             "with --configfile FILE"))
 
+
+def shown_path(path) -> str:
+    """``path`` as a message names it: relative to the working directory when inside it
+    (Snakemake gives --configfile files as absolute paths), else as it is."""
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(os.path.abspath(os.getcwd())))
+    except ValueError:
+        return str(path)
+
+
 def directories_under(roots) -> list[str]:
     """Every directory below each of ``roots`` (relative paths, as the rules name them)."""
     found = []

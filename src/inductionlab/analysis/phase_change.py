@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.bounds import MIN_FIT_POINTS
 from .uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE
 
 PHASE_CHANGE = "phase change"
@@ -72,7 +73,7 @@ TWO_DROP_SEPARATION = math.log(3.0)   # two drops' midpoints differ by more than
 
 RESAMPLES = 200
 LEVEL = 0.95
-MIN_POINTS = 5
+MIN_POINTS = MIN_FIT_POINTS  # the config check asks the checkpoint schedule for as many
 
 _LN9 = math.log(9.0)
 _LNW_MIN, _LNW_MAX = math.log(0.02), math.log(3.0)

@@ -93,6 +93,8 @@ def _checked(path, check, *args):
         raise BadInput(path, str(err), hint=REBUILD if path.name != "spec.json" else
                        "delete it and rerun snakemake, which writes it from config.yaml again; "
                        "to change a model, edit config.yaml") from None
+    except records.Mismatch as err:
+        raise BadInput(path, str(err), hint=None) from None
     except records.RecordProblem as err:
         raise BadInput(path, str(err), hint=REBUILD) from None
 

@@ -143,6 +143,21 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
     }
 
 
+def model_name_problem(name: str) -> str | None:
+    """Why Snakemake would stop on a model called ``name``, or None: a name that ends in
+    a part repeated 20 times or more (``model_00000000000000000000``) is, to Snakemake's
+    check for rules that call themselves without end, a runaway wildcard
+    (PeriodicWildcardError, raised only once the jobs are being planned)."""
+    from snakemake.io import PeriodicityDetector
+
+    detector = PeriodicityDetector()
+    part = detector.is_periodic(name)
+    if part is None:
+        return None
+    return (f"{name!r} ends in {part!r} repeated {detector.min_repeat} times or more, which "
+            "Snakemake takes for a rule calling itself without end (PeriodicWildcardError)")
+
+
 @dataclass(frozen=True)
 class DerivedModel:
     """A model an experiment trains: the config's variant ``base`` with ``changes`` to its
@@ -163,6 +178,9 @@ class DerivedModel:
                              f"{sorted(config['variants'])}")
         if not changes:
             raise ValueError(f"model {name!r}: no field of {base!r} is changed, so it is {base!r}")
+        problem = model_name_problem(name)
+        if problem:
+            raise ValueError(f"model {name!r}: {problem}")
         derived = cls(base, tuple(sorted(changes.items())))
         model_config(make_spec(config, name, 0, derived))  # unknown field or bad value: ValueError
         return derived
