@@ -210,3 +210,14 @@ def test_a_record_of_another_file_is_refused(tmp_path):
     shutil.copy(digest_path(folder / "a.csv"), digest_path(folder / "b.csv"))
     with pytest.raises(BadInput, match="is the record of 'a.csv', another file"):
         read_table(folder / "b.csv")
+
+
+def test_a_table_from_outside_results_of_another_model_is_refused_beside_the_model(tmp_path):
+    seed0 = _model_files(tmp_path, 0)
+    table = tmp_path / "by_hand" / "head_scores.csv"
+    table.parent.mkdir()
+    table.write_text("variant,seed,layer,head\none_layer,0,0,0\n")
+    with records.recording("inductionlab offsets", one_model=True):
+        load_model(seed0 / "model.pt")
+        with pytest.raises(BadInput, match="its rows are of one_layer seed 0, but .* is of two_layer seed 0"):
+            read_table(table)

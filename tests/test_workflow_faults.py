@@ -99,7 +99,7 @@ def test_a_damaged_table_stops_the_run_before_claims_and_report(copy_of_run):
     proc, before, after = _damaging(work, scores, cut)
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
-    assert f"{scores.relative_to(work)}: is not the file the workflow wrote: it was truncated" in out
+    assert f"{scores.relative_to(work)}: is not the file the workflow wrote: it was cut short or edited" in out
     assert "delete it and rerun snakemake to rebuild it" in out
     assert after == before  # claims, scorecard and report untouched
     scores.unlink()  # the one step the message gives: the model's behaviour is redone, then the rest

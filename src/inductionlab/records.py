@@ -258,6 +258,18 @@ def check_content(path, content: Identity) -> None:
     note_input(path, digest or sha256(path), content)
 
 
+def check_rows_model(path, model: str, seed: int) -> None:
+    """A table whose rows all name ``model`` and ``seed`` (its ``variant`` and ``seed``
+    columns): in a command about one model, the other inputs must be of that model and
+    seed, whether or not the table has a record (one given from outside results/ too)."""
+    if _NOW.inputs is None or not _NOW.one_model:
+        return
+    for other, (_, known) in _NOW.inputs.items():
+        if known is not None and other != str(path) and (known.model, known.seed) != (model, seed):
+            raise Mismatch(f"its rows are of {model} seed {seed}, but {other} is of "
+                           f"{known.words()}; this command reads the files of one model and seed")
+
+
 def _check_folder(path, identity: Identity | None) -> None:
     folder = folder_identity(path)
     if folder is not None and identity is not None and (identity.model, identity.seed) != folder:

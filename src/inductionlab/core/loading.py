@@ -246,6 +246,10 @@ def read_table(path, columns=(), kind: str | None = None, **read_csv_args):
         raise BadInput(path, f"is not a readable CSV table ({str(err).strip()[:200]})") from None
     except UnicodeDecodeError:
         raise BadInput(path, f"is not a text file, so not {kind or 'a CSV table'}", hint=None) from None
+    if {"variant", "seed"} <= set(frame.columns) and len(frame):
+        named = frame[["variant", "seed"]].drop_duplicates()
+        if len(named) == 1:
+            _checked(path, records.check_rows_model, str(named.iloc[0, 0]), int(named.iloc[0, 1]))
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise BadInput(path, f"has no column(s) {', '.join(missing)}"
