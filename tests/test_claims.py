@@ -9,6 +9,7 @@ import torch
 import yaml
 
 from helpers import ROOT, stage_settings
+from inductionlab.analysis.roles import ROLE_RULE
 from inductionlab.report.claim_metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
                                                Tables, family_claims, metric_value)
 from inductionlab.report.claim_rules import load_claims
@@ -725,7 +726,7 @@ def test_shipped_claims_load_and_name_known_tables():
             assert "above" in metric, c["id"]
         if reduce == "count_below":
             assert "below" in metric, c["id"]
-        assert c["threshold"] == "role" or isinstance(c["threshold"], (int, float)), c["id"]
+        assert c["threshold"] in ("role", *ROLE_RULE) or isinstance(c["threshold"], (int, float)), c["id"]
 
 
 def test_every_quote_is_verbatim_in_the_write_up():
@@ -984,3 +985,33 @@ def test_every_claim_of_the_write_up_has_a_unit_or_none_on_purpose():
     assert units["anthropic.smeared_has_induction_heads"] == "share of attention"
     assert units["one_layer.direct_path_anti_copying"] is None  # a positivity
     assert units["smeared.two_copying_heads"] is None  # a count
+
+
+def test_content_thresholds_follow_the_role_rule_of_the_config():
+    """Every claim on a content part names the role rule's above_chance, so a config with
+    another value changes each of them, and only them."""
+    from pathlib import Path
+
+    from inductionlab.report.claim_rules import load_claims, with_rule_thresholds
+
+    claims = load_claims(Path(__file__).resolve().parents[1] / "workflow" / "claims.yaml")
+
+    def is_content_part(metric):  # a score minus its positional control
+        column = metric.get("column") or metric.get("measure", {}).get("column", "")
+        return column.endswith("_content") or (
+            metric.get("derived") == "difference" and "control" in metric["b"]["column"])
+
+    def content_tests(claim):
+        tests = [(claim["metric"], claim["threshold"])] + [(e["metric"], e["threshold"])
+                                                           for e in claim.get("also", [])]
+        return [t for m, t in tests if is_content_part(m)]
+
+    named = [t for c in claims for t in content_tests(c)]
+    assert len(named) >= 4 and set(named) == {"above_chance"}, named
+    rules = {"times_chance": 2.0, "above_chance": 0.2, "copying_margin": 0.5}
+    default = with_rule_thresholds(claims, rules)
+    changed = with_rule_thresholds(claims, rules | {"above_chance": 0.35})
+    differ = [a["id"] for a, b in zip(default, changed) if a != b]
+    assert sorted(differ) == sorted(c["id"] for c in claims if content_tests(c))
+    assert all(0.35 in [b["threshold"]] + [e["threshold"] for e in b.get("also", [])]
+               for a, b in zip(default, changed) if a["id"] in differ)

@@ -32,6 +32,9 @@ ROLES_COLUMN, NO_ROLE = "roles", "none"
 # The stacked tables the rule is applied to: the head scores (roles) and the phase change
 # (whether an induction head formed).
 RULED_TABLES = ("head_scores", "phase_change")
+# The keys of the head-role rule (behaviour.roles of the config, results/settings/roles.json);
+# a claim may name one as its threshold, which then follows the config.
+ROLE_RULE = ("times_chance", "above_chance", "copying_margin")
 
 
 def control_column(score: str) -> str:

@@ -9,6 +9,7 @@ an experiment may bring a claims file of its own (``claims:`` only), whose claim
 same groups."""
 from __future__ import annotations
 
+from ..analysis.roles import ROLE_RULE
 from .claim_metrics import COMPARISONS, ROLE, ClaimError
 from .claim_words import UNITS
 from .known_tables import ID_COLUMNS, known_format
@@ -95,13 +96,18 @@ def load_claims(path, more=()) -> list[dict]:
                              f"allowed: {list(COMPARISONS)}")
         if claim["threshold"] == ROLE and "chance" not in claim:
             raise ClaimError(f"{path}: claim {claim['id']}: threshold 'role' needs a chance metric")
-        if not isinstance(claim["threshold"], (int, float)) and claim["threshold"] != ROLE:
+        if not _threshold_given(claim["threshold"]) and claim["threshold"] != ROLE:
             raise ClaimError(f"{path}: claim {claim['id']}: threshold {claim['threshold']!r}; "
-                             f"give a number or {ROLE!r}")
+                             f"give a number, {ROLE!r} or a key of the head-role rule "
+                             f"({', '.join(ROLE_RULE)})")
         for extra in claim.get("also", []):
             if extra.get("compare") not in COMPARISONS or "metric" not in extra or "threshold" not in extra:
                 raise ClaimError(f"{path}: claim {claim['id']}: every 'also' entry needs metric, "
                                  f"compare (one of {list(COMPARISONS)}) and threshold")
+            if not _threshold_given(extra["threshold"]):
+                raise ClaimError(f"{path}: claim {claim['id']}: threshold {extra['threshold']!r}; "
+                                 f"give a number or a key of the head-role rule "
+                                 f"({', '.join(ROLE_RULE)})")
         if claim.get("unit") not in (None, "", *UNITS):
             raise ClaimError(f"{path}: claim {claim['id']}: unit {claim['unit']!r}; allowed: "
                              f"{list(UNITS)} or '' (none)")
@@ -110,6 +116,29 @@ def load_claims(path, more=()) -> list[dict]:
         seen.add(claim["id"])
         check_columns(path, claim)
     return [claim for _, _, claim in claims]
+
+
+def _threshold_given(threshold) -> bool:
+    """A number, or the name of a key of the head-role rule (which follows the config)."""
+    return (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)) \
+        or threshold in ROLE_RULE
+
+
+def with_rule_thresholds(claims: list[dict], rules: dict | None) -> list[dict]:
+    """``claims`` with every threshold that names a key of the head-role rule
+    (``threshold: above_chance``) replaced by that key's value in ``rules`` (the config's
+    ``behaviour.roles``), in the claim and in its ``also`` entries."""
+    def value(threshold):
+        if threshold not in ROLE_RULE:
+            return threshold
+        if rules is None:
+            raise ClaimError(f"threshold {threshold!r} names the head-role rule, which was not given")
+        return float(rules[threshold])
+
+    return [{**c, "threshold": value(c["threshold"]),
+             **({"also": [{**e, "threshold": value(e["threshold"])} for e in c["also"]]}
+                if "also" in c else {})}
+            for c in claims]
 
 
 def load_settings(claims_yaml) -> dict:

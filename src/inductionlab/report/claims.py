@@ -31,7 +31,8 @@ from ..analysis.uncertainty import mean_interval
 from .claim_metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
                             NotMeasured, Tables, _optional, _roles, decide, exact, family_claims,
                             metric_value)
-from .claim_rules import DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings
+from .claim_rules import (DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings,
+                          with_rule_thresholds)
 from .claim_words import (INFINITY_NOTE, MARKS, SYMBOLS, _chance_text, _seed_text, claim_unit,
                           interval_text, summary_line, test_text, verdict_text)
 from .numbers import _minus, format_value
@@ -260,7 +261,7 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
     from ..core.loading import read_table
 
     main, *more = [claims_yaml] if isinstance(claims_yaml, (str, Path)) else list(claims_yaml)
-    claims = load_claims(main, more)
+    claims = with_rule_thresholds(load_claims(main, more), roles)
     settings = load_settings(main)
     families = {WRITE_UP: {"title": WRITE_UP_TITLE, "models": None},
                 **{k: v for k, v in (families or {}).items() if k != WRITE_UP}}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..analysis.roles import ROLE_RULE
+
 
 @dataclass(frozen=True)
 class SettingsFile:
@@ -26,15 +28,13 @@ class SettingsFile:
     task: bool = True
 
 
-# The head-role rule: applied where results are stacked and read, never by an analysis.
-ROLE_RULE = ("times_chance", "above_chance", "copying_margin")
-
 SETTINGS_FILES = {
     # what the analyses of a model measure on: the evaluation sample and its prompts
     "behaviour": SettingsFile("behaviour", (
         "eval_seed", "n_sequences", "n_random_prompts", "random_prompt_lengths",
         "failure_samples", "failure_prompt_len", "period_lengths", "shared_prefix_len",
         "prompts", "roles.local_window")),
+    # the head-role rule: applied where results are stacked and read, never by an analysis
     "roles": SettingsFile("behaviour.roles", ROLE_RULE, task=False),
     # the OV roles alone (copying, anti-copying): the offset attribution's head groups
     "copying": SettingsFile("behaviour.roles", ("copying_margin",), task=False),
