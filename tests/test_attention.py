@@ -5,9 +5,8 @@ from handbuilt import (FixedPatternCopyModel, InductionCircuitModel, ShiftCopyMo
                        every_copy_pattern)
 from helpers import positional_masks, write_up_sources
 from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, attention_score,
-                                    copying_score, head_score_table, local_score,
-                                    offset_profile, prefix_match_mask, prefix_matching_masks,
-                                    previous_token_score, uniform_pattern)
+                                    copying_score, head_score_table, offset_profile,
+                                    prefix_match_mask, prefix_matching_masks, uniform_pattern)
 from inductionlab.analysis.behaviour import evaluation_samples
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.roles import head_roles, role_threshold
@@ -47,17 +46,17 @@ def test_anti_copying_head_has_negative_copying_score():
 def test_scores_on_uniform_attention():
     T = 24
     uniform = uniform_pattern(T).expand(2, 3, T, T)
-    # mean of 1/(i+1) over the queries where each score is defined
-    assert previous_token_score(uniform)[0].item() == pytest.approx(
-        sum(1 / (i + 1) for i in range(1, T)) / (T - 1), rel=1e-6)
     sources = write_up_sources(T, 6)
 
-    def score(name):
-        return attention_score(uniform, name, sources=sources)[0]
+    def score(name, **kwargs):
+        return attention_score(uniform, name, sources=sources, **kwargs)[0]
 
+    # mean of 1/(i+1) over the queries where each score is defined
+    assert score("previous_token")[0].item() == pytest.approx(
+        sum(1 / (i + 1) for i in range(1, T)) / (T - 1), rel=1e-6)
     assert score("nearest_copy")[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(6, T)) / (T - 6), rel=1e-6)
-    assert local_score(uniform, 1)[0].item() == pytest.approx(
+    assert score("local", local_window=1)[0].item() == pytest.approx(
         sum(1 / (i + 1) for i in range(T)) / T, rel=1e-6)
     # every copy of token i + 1 among keys 1..i: 1, 2 and 3 of them in blocks 2, 3, 4
     copies = sum(len([j for j in range(1, i + 1) if (i + 1 - j) % 6 == 0]) / (i + 1) for i in range(6, T))

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from figurecheck import legibility_problems
 from handbuilt import ShiftCopyModel
 from inductionlab.report import attention_plots as ap
 from inductionlab.report import plots
@@ -27,10 +28,10 @@ def greedy_of(model, prompts):
 
 
 def legible(fig, **kwargs):
-    """plots.legibility_problems, and independently: every text ≥ 7 pt, figure ≤ 7 x 9 in."""
+    """figurecheck.legibility_problems, and independently: every text ≥ 7 pt, figure ≤ 7 x 9 in."""
     from matplotlib.text import Text
 
-    problems = plots.legibility_problems(fig, **kwargs)
+    problems = legibility_problems(fig, **kwargs)
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     assert min(sizes) >= 7, min(sizes)
     w, h = fig.get_size_inches()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from figurecheck import legibility_problems
 from handbuilt import ShiftCopyModel
 from inductionlab.report import circuit_plots as cp
 from inductionlab.analysis import circuits
@@ -26,7 +27,7 @@ def legible(fig):
     assert min(sizes) >= 7
     w, h = fig.get_size_inches()
     assert w <= 7.0 and h <= 9.0
-    return plots.legibility_problems(fig)
+    return legibility_problems(fig)
 
 
 def copying_weights(path, gain):

@@ -2,7 +2,7 @@
 
 The report shows each PNG at its physical size (pixel width / the dpi stored in the
 PNG) on a 7.1-inch text column. Each figure function is drawn here on small inputs
-shaped like the pipeline's tables and checked with :func:`inductionlab.report.plots.legibility_problems`
+shaped like the pipeline's tables and checked with :func:`figurecheck.legibility_problems`
 (width <= 7 in, height <= 9 in, no text under 7 pt, every panel titled, every axis and
 colour bar labelled, no title or label running into another), and the saved PNG must
 store its dpi.
@@ -16,6 +16,7 @@ import pytest
 import torch
 from matplotlib import pyplot as plt
 
+from figurecheck import legibility_problems
 from inductionlab.experiments.positional_shortcut import analysis as positional_shortcut
 from inductionlab.experiments.positional_shortcut import plots as shortcut_plots
 from inductionlab.report.study_figures import write_study_figure
@@ -29,7 +30,7 @@ from inductionlab.analysis.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table
 from inductionlab.core.model import ModelConfig, build_model
-from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, legibility_problems, png_size
+from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, png_size
 from inductionlab.core.train import checkpoint_steps
 from inductionlab.core.weights import model_arrays
 

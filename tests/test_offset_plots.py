@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
+from figurecheck import legibility_problems
 from inductionlab.report import figures
 from inductionlab.report import offset_plots as op
-from inductionlab.report.plots import (DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, legibility_problems,
-                                       png_size, save)
+from inductionlab.report.plots import DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, png_size, save
 
 T = 24
 PEAK = 5  # the induction head copies the letter 5 back (the next letter's nearest copy)

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
+from figurecheck import legibility_problems
 from inductionlab.analysis.roles import NO_ROLE, ROLE_SCORES, positional_role, role_names
 from inductionlab.report import offset_plots, plots
 from inductionlab.report import tables as T
@@ -58,10 +59,10 @@ def test_figures_use_the_true_minus_sign():
         fig.canvas.draw()
         ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
         assert any(t.startswith(MINUS) for t in ticks) and not any(t.startswith("-") for t in ticks)
-        assert not plots.legibility_problems(fig)
+        assert not legibility_problems(fig)
         ax.legend(handles=ax.lines, labels=["slope -0.5"])  # a hyphen for a minus: flagged
         ax.text(0, 0, "$10^{-1}$")  # mathtext draws its own minus sign: not flagged
-        problems = plots.legibility_problems(fig)
+        problems = legibility_problems(fig)
     assert problems == ["hyphen for a minus sign in text 'slope -0.5'"]
     plt.close(fig)
 

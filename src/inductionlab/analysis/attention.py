@@ -245,28 +245,6 @@ def attention_score(pattern: torch.Tensor, name: str, local_window: int = 3,
     return attention_mass(pattern, keys, queries), chance_level(keys, queries)
 
 
-def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
-    """Mean A[i, i-1] over i >= 1: [H]."""
-    return attention_mass(pattern, *previous_token_masks(pattern.shape[-1]))
-
-
-def local_score(pattern: torch.Tensor, window: int) -> torch.Tensor:
-    """Mean attention to the current and the previous window - 1 tokens, over i >= window - 1: [H]."""
-    return attention_mass(pattern, *local_masks(pattern.shape[-1], window))
-
-
-def prefix_matching_score(pattern: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """Attention from i to every key j < i with token[j - 1] == token[i]: [H].
-
-    Averaged over queries that have at least one such key. Meant for sequences
-    whose blocks have distinct letters, so the matching keys are unambiguous.
-    """
-    keys, queries = prefix_matching_masks(tokens)
-    if not queries.any():
-        raise ValueError("no query position has an earlier prefix match")
-    return attention_mass(pattern, keys, queries)
-
-
 def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tensor,
                   tokens: torch.Tensor, per_sequence: bool = False) -> torch.Tensor:
     """Empirical copying: does a head's direct effect raise the logits of the tokens it attends to? [H].

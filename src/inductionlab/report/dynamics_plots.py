@@ -40,11 +40,6 @@ def _phase_lines(ax, phase: pd.DataFrame | None) -> None:
                    label=f"{label}: phase change at step {float(r.midpoint):.0f}")
 
 
-def _legend(ax, **kwargs) -> None:
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(**kwargs)
-
-
 def _figure_legend(fig, axes, **kwargs) -> None:
     """One legend below the panels with every labelled artist of ``axes``, each label once."""
     seen = {}
