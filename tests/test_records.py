@@ -3,6 +3,7 @@ another model or seed, or with no record under results/, is refused."""
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import torch
 
 from helpers import tiny_spec
 from inductionlab import records
-from inductionlab.atomic import NotOurs, atomic_path, digest_path, write_csv, write_text
+from inductionlab.atomic import NotOurs, write_csv, write_text
 from inductionlab.core.loading import BadInput, load_model, read_spec, read_table, save_model
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.spec import Spec, write_spec
@@ -30,7 +31,7 @@ def _model_files(root, seed):
 
 
 def _record(path):
-    return json.loads(digest_path(path).read_text())
+    return json.loads(records.record_path(path).read_text())
 
 
 def test_a_record_names_the_file_its_writer_model_seed_spec_and_inputs(tmp_path):
@@ -42,10 +43,10 @@ def test_a_record_names_the_file_its_writer_model_seed_spec_and_inputs(tmp_path)
     assert record["sha256"] == records.sha256(folder / "model.pt")
     # inside a command: the writer and the inputs it read
     with records.recording("inductionlab test", one_model=True):
-        read_table_input = folder / "t.csv"
+        written = folder / "t.csv"
         load_model(folder / "model.pt")
-        write_csv(read_table_input, pd.DataFrame({"variant": ["two_layer"], "seed": [0]}))
-    table = _record(read_table_input)
+        write_csv(written, pd.DataFrame({"variant": ["two_layer"], "seed": [0]}))
+    table = _record(written)
     assert table["writer"] == "inductionlab test" and (table["model"], table["seed"]) == ("two_layer", 0)
     assert table["inputs"] == {str(folder / "model.pt"): record["sha256"]}
 
@@ -62,7 +63,7 @@ def test_a_record_edited_to_another_seed_is_refused_by_the_models_own_spec(tmp_p
     seed0, seed1 = _model_files(tmp_path, 0), _model_files(tmp_path, 1)
     shutil.copy(seed1 / "model.pt", seed0 / "model.pt")
     record = _record(seed1 / "model.pt") | {"seed": 0, "spec": _record(seed0 / "model.pt")["spec"]}
-    digest_path(seed0 / "model.pt").write_text(json.dumps(record))
+    records.record_path(seed0 / "model.pt").write_text(json.dumps(record))
     with pytest.raises(BadInput, match="holds two_layer seed 1, but its record says two_layer seed 0"):
         load_model(seed0 / "model.pt")
 
@@ -94,7 +95,7 @@ def test_a_file_written_into_another_models_folder_is_refused(tmp_path):
 def test_a_table_under_results_without_a_sound_record_is_refused(tmp_path, record):
     table = tmp_path / "results" / "tables" / "x.csv"
     write_csv(table, pd.DataFrame({"a": [1.0]}))
-    rec = digest_path(table)
+    rec = records.record_path(table)
     rec.unlink()
     if record == "directory":
         rec.mkdir()
@@ -143,18 +144,23 @@ def test_a_write_never_replaces_anything_but_a_regular_file(tmp_path, kind):
     assert victim.read_text() == "keep\n"
     assert (target.is_symlink() if kind == "symlink" else
             target.is_dir() if kind == "directory" else not target.is_file())
-    assert not digest_path(target).exists()
+    assert not records.record_path(target).exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
 def test_a_write_over_a_device_is_refused_by_the_command(tmp_path):
-    """extract-weights --out /dev/null: one line, and /dev/null stays a device."""
+    """extract-weights --out <a device>: one line, and the device stays one (a node made
+    here, a copy of /dev/null, so that a failure harms nothing else)."""
     folder = _model_files(tmp_path, 0)
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     proc = subprocess.run([sys.executable, "-m", "inductionlab.cli", "extract-weights", "--model",
-                           str(folder / "model.pt"), "--out", "/dev/null"],
+                           str(folder / "model.pt"), "--out", str(device)],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "/dev/null: is a device" in proc.stderr
-    assert not os.path.isfile("/dev/null")
+    assert f"{device}: is a device" in proc.stderr
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert not records.record_path(device).exists()
 
 
 def test_leftovers_of_every_kind_go_with_the_next_write(tmp_path):
@@ -207,7 +213,7 @@ def test_a_record_of_another_file_is_refused(tmp_path):
     folder = tmp_path / "results" / "tables"
     write_csv(folder / "a.csv", pd.DataFrame({"x": [1.0]}))
     shutil.copy(folder / "a.csv", folder / "b.csv")
-    shutil.copy(digest_path(folder / "a.csv"), digest_path(folder / "b.csv"))
+    shutil.copy(records.record_path(folder / "a.csv"), records.record_path(folder / "b.csv"))
     with pytest.raises(BadInput, match="is the record of 'a.csv', another file"):
         read_table(folder / "b.csv")
 

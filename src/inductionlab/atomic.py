@@ -71,12 +71,10 @@ def _publish(tmp: Path, path: Path, mode: int) -> None:
 # its SHA-256 and size, what wrote it, for which model, seed and spec, from which inputs; the
 # one reading module (inductionlab.core.loading) checks a file against its record.
 
-digest_path = records.record_path
 
-
-def _record_digest(tmp: Path, path: Path, identity=None) -> None:
+def _write_record(tmp: Path, path: Path, identity=None) -> None:
     """Write the record of ``tmp``, about to become ``path`` (itself written atomically)."""
-    record = digest_path(path)
+    record = records.record_path(path)
     _refuse_non_regular(record)
     fd, scratch = tempfile.mkstemp(prefix=f".tmp-{record.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as f:
@@ -140,14 +138,14 @@ def atomic_path(path: str | os.PathLike, suffix: str = "", identity=None):
     _refuse_non_regular(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(path)
-    remove_leftovers(digest_path(path))
+    remove_leftovers(records.record_path(path))
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
 
     def publish():
         _refuse_non_regular(path)
-        _record_digest(tmp, path, identity)
+        _write_record(tmp, path, identity)
         _publish(tmp, path, 0o666)
 
     with _replacing(path, tmp, publish, Path.unlink):

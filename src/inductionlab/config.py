@@ -329,20 +329,20 @@ def check_semantics(config: dict) -> list[str]:
 def _check_checkpoints(train: dict) -> list[str]:
     """The dynamics stage fits a logistic curve to every model's checkpoints, which needs
     :data:`~inductionlab.core.bounds.MIN_FIT_POINTS` of them."""
-    from .core.bounds import MIN_FIT_POINTS as MIN_POINTS
+    from .core.bounds import MIN_FIT_POINTS
     from .core.loading import checkpoint_steps
 
     steps, n = train["steps"], train["n_checkpoints"]
     got = checkpoint_steps(steps, n)
-    if len(got) >= MIN_POINTS:
+    if len(got) >= MIN_FIT_POINTS:
         return []
     shown = ", ".join(map(str, got))
     why = (f"the dynamics stage fits a logistic curve to every model's checkpoints, which "
-           f"needs at least {MIN_POINTS}")
-    enough = next((k for k in range(n, 1001) if len(checkpoint_steps(steps, k)) >= MIN_POINTS), None)
+           f"needs at least {MIN_FIT_POINTS}")
+    enough = next((k for k in range(n, 1001) if len(checkpoint_steps(steps, k)) >= MIN_FIT_POINTS), None)
     if enough is None:
         return [f"train.steps: {steps} step(s) leave room for {len(got)} checkpoints (steps "
-                f"{shown}); {why}: use steps >= {MIN_POINTS - 1}"]
+                f"{shown}); {why}: use steps >= {MIN_FIT_POINTS - 1}"]
     return [f"train.n_checkpoints: {n} gives {len(got)} checkpoints (steps {shown}); {why}: "
             f"use n_checkpoints >= {enough}"]
 

@@ -129,15 +129,27 @@ def note_input(path, digest: str, identity: Identity | None) -> None:
     files of two models or seeds is refused, naming both."""
     if _NOW.inputs is None:
         return
-    if _NOW.one_model and identity is not None:
-        for other, (_, known) in _NOW.inputs.items():
-            if known is not None and known != identity:
-                same = (known.model, known.seed) == (identity.model, identity.seed)
-                raise Mismatch(
-                    f"is a file of {identity.words()}" + (" from another spec" if same else "")
-                    + f", but {other} is of {known.words()}; this command reads the files of "
-                    "one model and seed")
+    if identity is not None:
+        clash = _other_model_input(path, identity.model, identity.seed, identity.spec)
+        if clash:
+            other, known = clash
+            same = (known.model, known.seed) == (identity.model, identity.seed)
+            raise Mismatch(f"is a file of {identity.words()}" + (" from another spec" if same else "")
+                           + f", but {other} is of {known.words()}; this command reads the "
+                           "files of one model and seed")
     _NOW.inputs[str(path)] = (digest, identity)
+
+
+def _other_model_input(path, model: str, seed: int, spec: str | None = None):
+    """In a command about one model, the first other input, ``(path, identity)``, that is
+    not of ``model`` and ``seed`` (and of ``spec``, when given); None when all are."""
+    if _NOW.inputs is None or not _NOW.one_model:
+        return None
+    for other, (_, known) in _NOW.inputs.items():
+        if known is not None and other != str(path) and (
+                (known.model, known.seed) != (model, seed) or spec not in (None, known.spec)):
+            return other, known
+    return None
 
 
 def _identities() -> list[Identity]:
@@ -254,20 +266,20 @@ def check_content(path, content: Identity) -> None:
             "" if (content.model, content.seed) != (record.identity.model, record.identity.seed)
             else " from another spec") + f", but its record says {record.identity.words()}")
     _check_folder(path, content)
-    digest = _NOW.inputs.pop(str(path), (None,))[0] if _NOW.inputs is not None else None
-    note_input(path, digest or sha256(path), content)
+    if _NOW.inputs is not None:  # noted by check() already: its digest, now with this identity
+        digest, _ = _NOW.inputs.pop(str(path), (None, None))
+        note_input(path, digest or sha256(path), content)
 
 
 def check_rows_model(path, model: str, seed: int) -> None:
     """A table whose rows all name ``model`` and ``seed`` (its ``variant`` and ``seed``
     columns): in a command about one model, the other inputs must be of that model and
     seed, whether or not the table has a record (one given from outside results/ too)."""
-    if _NOW.inputs is None or not _NOW.one_model:
-        return
-    for other, (_, known) in _NOW.inputs.items():
-        if known is not None and other != str(path) and (known.model, known.seed) != (model, seed):
-            raise Mismatch(f"its rows are of {model} seed {seed}, but {other} is of "
-                           f"{known.words()}; this command reads the files of one model and seed")
+    clash = _other_model_input(path, model, seed)
+    if clash:
+        other, known = clash
+        raise Mismatch(f"its rows are of {model} seed {seed}, but {other} is of "
+                       f"{known.words()}; this command reads the files of one model and seed")
 
 
 def _check_folder(path, identity: Identity | None) -> None:

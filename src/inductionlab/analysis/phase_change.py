@@ -73,7 +73,6 @@ TWO_DROP_SEPARATION = math.log(3.0)   # two drops' midpoints differ by more than
 
 RESAMPLES = 200
 LEVEL = 0.95
-MIN_POINTS = MIN_FIT_POINTS  # the config check asks the checkpoint schedule for as many
 
 _LN9 = math.log(9.0)
 _LNW_MIN, _LNW_MAX = math.log(0.02), math.log(3.0)
@@ -155,8 +154,8 @@ def _check(steps, values) -> tuple[np.ndarray, np.ndarray]:
     if steps.shape != values.shape:
         raise ValueError(f"steps and values differ in length: {steps.shape[0]} steps, "
                          f"{values.shape[0]} values")
-    if len(steps) < MIN_POINTS:
-        raise ValueError(f"a logistic fit needs at least {MIN_POINTS} points, got {len(steps)}")
+    if len(steps) < MIN_FIT_POINTS:
+        raise ValueError(f"a logistic fit needs at least {MIN_FIT_POINTS} points, got {len(steps)}")
     if not np.all(np.isfinite(steps)):
         raise ValueError("steps contain non-finite values (NaN or inf)")
     if not np.all(np.isfinite(values)):

@@ -38,7 +38,7 @@ def extract_weights(model, out):
 
 
 @command("write-json", "write a JSON document given on the command line, atomically (the "
-         "workflow's spec and settings files: a shell command, so no Python job)",
+         "workflow's settings files: a shell command, so no Python job)",
          out=path("the file to write"), document=text("the JSON text", required=True),
          indent=integer("spaces of indentation", default=2),
          sort_keys=flag("keys in sorted order"))
@@ -47,10 +47,7 @@ def write_json(out, document, indent, sort_keys):
 
     from ..atomic import write_text
 
-    try:
-        parsed = json.loads(document)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{out}: the document is not JSON ({err})") from None
+    parsed = _json_document(out, document)
     try:
         text = json.dumps(parsed, indent=indent, sort_keys=sort_keys, allow_nan=False)
     except ValueError:
@@ -63,15 +60,22 @@ def write_json(out, document, indent, sort_keys):
          "line, checked as training reads it (a shell command, so no Python job)",
          out=path("the spec.json to write"), document=text("the spec as JSON text", required=True))
 def write_spec_file(out, document):
-    import json
-
     from ..core.spec import Spec, write_spec
 
+    parsed = _json_document(out, document)
     try:
-        spec = Spec.from_dict(json.loads(document))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{out}: the document is not JSON ({err})") from None
+        spec = Spec.from_dict(parsed)
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise ValueError(f"{out}: not a valid spec ({err}); nothing was written") from None
     write_spec(out, spec)
     say(f"wrote {out}")
+
+
+def _json_document(out, document: str):
+    """The JSON ``document`` given on the command line for ``out``; else one error."""
+    import json
+
+    try:
+        return json.loads(document)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{out}: the document is not JSON ({err})") from None
