@@ -208,10 +208,9 @@ def published_outputs():
     is rebuilt (with what depends on it) by the next run."""
     tables = [table_path(t, summary) for t in AGGREGATED_TABLES for summary in (False, True)]
     tables += [path for t in AGGREGATED_TABLES for path in aggregated_inputs(t)]  # per model
-    study = [f"{RESULTS}/tables/{name}.csv" for name in ("claims", "scorecard", "family_comparison")]
-    study += [f"{RESULTS}/report/families.json", f"{RESULTS}/report/manifest.json"]
+    study = [*rules.claims.output, *rules.model_families.output, *rules.report_manifest.output,
+             *rules.report.output]
     settings = [settings_file(stage) for stage in sorted(SETTINGS_READ)]
     return sorted(set(
         training_outputs() + all_weights() + circuit_outputs() + behaviour_outputs()
-        + ablation_outputs() + dynamics_outputs() + tables + study + settings + report_inputs()
-        + ["reports/report.html", "reports/report.pdf"]))
+        + ablation_outputs() + dynamics_outputs() + tables + study + settings + report_inputs()))

@@ -149,17 +149,17 @@ def load_model(path, device="cpu"):
         hint = " (a training checkpoint; give its model.pt)" if "step" in payload else ""
         raise BadInput(path, f"is not a model.pt: it has no model config{hint}", hint=None)
     try:
-        identity = records.spec_identity(Spec.of(payload.get("spec")).to_dict())
+        spec = Spec.of(payload.get("spec"))
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise BadInput(path, f"its spec is not valid ({err})") from None
-    _checked(path, records.check_content, identity)
+    _checked(path, records.check_content, records.spec_identity(spec.to_dict()))
     _refuse_non_finite(path, payload["state_dict"])
     try:
         model = AttentionOnlyTransformer(ModelConfig.from_dict(payload["model_config"]))
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
-    return model.to(device).eval(), Spec.of(payload["spec"])
+    return model.to(device).eval(), spec
 
 
 def read_spec(path):
