@@ -17,6 +17,7 @@ from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.core.data import TaskConfig, control_sample
 from inductionlab.core.tasks import task_from_dict
 from inductionlab.core.weights import model_arrays
+from inductionlab.analysis.roles import with_roles
 from inductionlab.experiments.formation.analysis import formation_table
 
 RULES = {"times_chance": 2.0, "above_chance": 0.2, "copying_margin": 0.5}
@@ -36,6 +37,7 @@ def _tables(model, meta):
     sample, distinct = evaluation_samples(TASK, 128, 0)
     control = control_sample(128, TaskConfig(), 0)
     scores, _ = head_score_table(model, sample, distinct, 3, control_tokens=control, intervals=True)
+    scores = with_roles(scores, RULES)  # as the stacked head_scores table holds them
     ablations = ablation_table(model, expand_entries([{"kind": "remove_head_from_keys"}, {"kind": "composition_table"}], model.cfg),
                                TaskConfig(), sample, distinct, ["ABCDEFABCDEF"], 3, control=control)[0]
     composition = composition_table(model_arrays(model), meta)
@@ -46,7 +48,7 @@ def test_the_handbuilt_circuit_answers_every_question():
     model = InductionCircuitModel(vocab_size=26)
     scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
                                                      "model_config": model.cfg.to_dict()})
-    frame = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES)
+    frame = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4])
     by = frame.set_index("metric")
     assert by.loc["previous_token", "note"] == "L0H0" and by.loc["previous_token", "value"] > 0.95
     assert by.loc["previous_token_head", "value"] == 1.0
@@ -65,7 +67,7 @@ def test_a_head_looking_five_back_is_no_induction_head_on_a_moving_copy():
     model = ShiftCopyModel(shift=5)
     scores, composition, ablations = _tables(model, {"variant": "shift", "seed": 0,
                                                      "model_config": model.cfg.to_dict()})
-    by = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES).set_index("metric")
+    by = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4]).set_index("metric")
     assert by.loc["induction_head", "value"] == 0.0
     # one layer: nothing later to compose into, said so
     assert math.isnan(by.loc["ablation_left", "value"])
@@ -98,11 +100,11 @@ def test_the_answers_in_words_follow_the_table():
     model = InductionCircuitModel(vocab_size=26)
     scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
                                                      "model_config": model.cfg.to_dict()})
-    one = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4], RULES)
+    one = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4])
     shift = ShiftCopyModel(shift=5)
     base = formation_table(*_tables(shift, {"variant": "shift", "seed": 0,
                                             "model_config": shift.cfg.to_dict()}),
-                           BEHAVIOUR, PHASE, [4], RULES)
+                           BEHAVIOUR, PHASE, [4])
     frame = pd.concat([one.assign(variant="circuit_vp", seed=s) for s in (0, 1)]
                       + [base.assign(variant="circuit", seed=s) for s in (0, 1)])
     from inductionlab.experiments.formation.answers import QUESTIONS

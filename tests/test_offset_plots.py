@@ -235,22 +235,25 @@ def test_registered_figure_reads_the_aggregated_table(tmp_path):
                      ignore_index=True)
     both.to_csv(tmp_path / "offset_profile.csv", index=False)
     out = tmp_path / "offset_profile.png"
-    heads = both[both["kind"] == "path"].drop_duplicates(["variant", "seed", "layer", "head"])
-    heads[["variant", "seed", "layer", "head", "role"]].rename(columns={"role": "roles"}).to_csv(
-        tmp_path / "head_scores.csv", index=False)
     figures.write_figure("offset_profile", "one_layer_smeared", tmp_path / "settings.json", out,
-                         [tmp_path / "offset_profile.csv", tmp_path / "head_scores.csv"])
+                         [tmp_path / "offset_profile.csv"])
     width, height, dpi = png_size(out)
     assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01
 
 
-def test_path_rows_are_named_by_their_last_heads_roles_under_the_rule():
-    profile = pd.DataFrame({"variant": "m", "seed": [0, 0, 1, 0], "kind": ["path", "path", "path", "group"],
-                            "component": ["L0H0", "L0H1", "L0H0", "all"], "layer": [0, 0, 0, -1],
-                            "head": [0, 1, 0, -1], "role": ["copying", "", "", ""]})
-    scores = pd.DataFrame({"variant": "m", "seed": [0, 0, 1], "layer": 0, "head": [0, 1, 0],
-                           "roles": ["induction+copying", "none", "previous_token"]})
-    named = op.with_head_roles(profile, scores)
-    assert list(named["role"]) == ["induction+copying", "none", "previous_token", ""]
-    assert [op.row_label(c, r) for c, r in zip(named["component"], named["role"])][:3] == [
+def test_path_rows_are_named_by_their_last_heads_roles_from_the_stacked_table():
+    """The offsets stage names a path by the roles the stacked head_scores table gives its
+    last head (the rule applied once, where head scores are stacked), for its own model and
+    seed only; the figure draws those names as they are."""
+    from inductionlab.analysis.offset_attribution import roles_by_head
+
+    scores = pd.DataFrame({"variant": ["m", "m", "m", "other"], "seed": [0, 0, 1, 0],
+                           "layer": 0, "head": [0, 1, 0, 0],
+                           "roles": ["induction+copying", "none", "previous_token", "local"]})
+    assert roles_by_head(scores, "m", 0) == {(0, 0): "induction+copying"}
+    assert roles_by_head(scores, "m", 1) == {(0, 0): "previous_token"}
+    with pytest.raises(ValueError, match="no row of m seed 2"):
+        roles_by_head(scores, "m", 2)
+    assert [op.row_label(c, r) for c, r in zip(["L0H0", "L0H1", "L0H0"],
+                                               ["induction+copying", "", "previous_token"])] == [
         "L0H0 induction", "L0H1", "L0H0 previous token"]

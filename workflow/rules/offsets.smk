@@ -9,8 +9,9 @@ rule offsets:
     input:
         model=model_file(MODEL_FILE),
         behaviour_settings=settings_file("behaviour"),
-        head_scores=model_file("head_scores.csv"),
-        copying=settings_file("copying"),
+        # the head-role rule's roles name the paths: read from the stacked table, where the
+        # rule is applied
+        head_scores=aggregated_table("head_scores"),
         algorithms=workflow.source_path("../algorithms.yaml"),
     output:
         profile=model_file("offset_profile.csv"),
@@ -25,7 +26,7 @@ rule offsets:
         runtime=30,
     shell:
         "inductionlab offsets --model {input.model} --behaviour-settings {input.behaviour_settings} "
-        "--head-scores {input.head_scores} --copying {input.copying} --algorithms {input.algorithms} "
+        "--head-scores {input.head_scores} --algorithms {input.algorithms} "
         "--profile {output.profile} --programs {output.programs} --threads {threads} > {log} 2>&1"
 
 

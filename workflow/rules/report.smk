@@ -18,8 +18,7 @@ FIGURE_INPUTS = {
     ],
     "dynamics": [aggregated_table("dynamics")],
     "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
-    # the heads' roles name the rows
-    "offset_profile": [aggregated_table("offset_profile"), aggregated_table("head_scores")],
+    "offset_profile": [aggregated_table("offset_profile")],
     # every seed's mean patterns, the head scores that order them, the spec (smeared layers)
     "attention_seeds": lambda w, scores=aggregated_table("head_scores"): (
         expand(model_file("attention.npz"), model=w.model, seed=SEEDS)

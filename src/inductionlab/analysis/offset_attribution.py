@@ -41,7 +41,7 @@ import torch
 
 from ..core.formats import LOGITS, NATS, declare_table
 from ..core.metrics import pooled_units
-from .roles import ANTI_COPYING, COPYING, OV_ROLES, split_roles
+from .roles import ANTI_COPYING, COPYING, OV_ROLES, ROLES_COLUMN, split_roles
 from .uncertainty import bootstrap_interval
 
 PROFILE_COLUMNS = ["variant", "seed", "component", "kind", "layer", "head", "role", "sample",
@@ -363,15 +363,15 @@ def matching_algorithms(algorithms: dict, model_spec: dict) -> dict[str, dict]:
     return found
 
 
-def roles_by_head(head_scores, margin: float) -> dict[tuple[int, int], str]:
-    """(layer, head) -> the head's OV role (copying or anti_copying, by its copying score
-    and ``margin``; :func:`~.roles.ov_roles`) from a head_scores table; heads with none
-    are left out."""
-    from .roles import ov_roles
-
-    found = {(int(r["layer"]), int(r["head"])): ov_roles(r[COPYING], margin)
-             for r in head_scores.to_dict("records")}
-    return {head: roles[0] for head, roles in found.items() if roles}
+def roles_by_head(head_scores, model: str, seed: int) -> dict[tuple[int, int], str]:
+    """(layer, head) -> the head's roles cell (``roles`` of the stacked head_scores table,
+    where the head-role rule is applied) for ``model`` and ``seed``; heads with none are
+    left out. ValueError when the table has no row of that model and seed."""
+    rows = head_scores[(head_scores["variant"] == model) & (head_scores["seed"] == int(seed))]
+    if rows.empty:
+        raise ValueError(f"the stacked head_scores table has no row of {model} seed {seed}")
+    return {(int(r["layer"]), int(r["head"])): str(r[ROLES_COLUMN])
+            for r in rows.to_dict("records") if split_roles(r[ROLES_COLUMN])}
 
 
 @torch.no_grad()

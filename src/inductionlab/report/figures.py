@@ -11,14 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..analysis.dynamics import read_phase_change
-from ..analysis.roles import ROLES_COLUMN
 from ..core.data import TaskConfig, loss_floor
 from ..core.loading import open_npz, read_json, read_table
 from ..core.seeding import first_seed
 from .attention_plots import attention_models_from_files, attention_seeds_from_files
 from .models_plots import offsets_models, phase_change_models, training_models
 from .dynamics_plots import phase_change_figure
-from .offset_plots import offset_profile_figure, with_head_roles
+from .offset_plots import offset_profile_figure
 from .ablation_plots import ablated_patterns, ablation_bars
 from .circuit_plots import composition_figure, spectra_figure
 from .dynamics_plots import dynamics_bands, training_curves
@@ -76,8 +75,7 @@ FIGURES = {
     "phase_change": _phase_change,
     "attention_seeds": lambda inputs, model, settings: attention_seeds_from_files(model, inputs),
     "offset_profile": lambda inputs, model, settings: offset_profile_figure(
-        with_head_roles(_rows(inputs[0], model, "offset_profile"),
-                        _rows(inputs[1], model, "head_scores", ROLES_COLUMN)), model),
+        _rows(inputs[0], model, "offset_profile"), model),
 }
 
 

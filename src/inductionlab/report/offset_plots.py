@@ -45,18 +45,6 @@ BOTTOM_IN = 3.0
 SUPTITLE_IN = 0.3
 
 
-def with_head_roles(profile: pd.DataFrame, head_scores: pd.DataFrame) -> pd.DataFrame:
-    """``profile`` with each path's ``role`` the roles of its last head by the head-role
-    rule (the stacked head_scores' ``roles``, per seed), where the offsets stage knows only
-    the OV role (copying, anti-copying)."""
-    roles = {(int(r.seed), int(r.layer), int(r.head)): r.roles for r in head_scores.itertuples()}
-    out = profile.copy()
-    paths = out["kind"] == "path"
-    out.loc[paths, "role"] = [roles.get((int(s), int(l), int(h)), "")
-                              for s, l, h in out.loc[paths, ["seed", "layer", "head"]].itertuples(index=False)]
-    return out
-
-
 def role_word(role) -> str:
     """The most telling role of a ``role`` cell (:data:`ROLE_ORDER`) in its display form
     (:func:`~inductionlab.report.labels.role_label`): an attention role (induction, …)

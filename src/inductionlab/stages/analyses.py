@@ -110,22 +110,21 @@ def write_per_token_loss_pca(losses, table, figure=None):
          "back, and the write-up's algorithm as a program",
          model=path("a model.pt"),
          behaviour_settings=path("behaviour settings JSON (evaluation sample)"),
-         head_scores=path("the model's head_scores.csv (copying scores)"),
-         copying=path("the OV-role margin (results/settings/copying.json)"),
+         head_scores=path("the stacked head_scores table (results/tables/head_scores.csv), "
+                          "whose roles name the paths"),
          algorithms=path("algorithms.yaml (the write-up's algorithms as programs)"),
          profile=path("offset_profile.csv to write"), programs=path("algorithm_fit.csv to write"),
          threads=THREADS)
-def write_offsets(model, behaviour_settings, head_scores, copying, algorithms, profile, programs,
-                  threads=1):
+def write_offsets(model, behaviour_settings, head_scores, algorithms, profile, programs, threads=1):
     from ..analysis.offset_attribution import offset_results, roles_by_head
+    from ..analysis.roles import ROLES_COLUMN
     from ..core.loading import load_model, read_table
 
     behaviour = read_settings(behaviour_settings, "behaviour")
-    margin = read_settings(copying, "copying")["copying_margin"]
     table = read_algorithms(algorithms)
-    roles = roles_by_head(read_table(head_scores, ["layer", "head", "copying"],
-                                     kind="a head_scores.csv"), margin)
     loaded, spec = load_model(model)
+    roles = roles_by_head(read_table(head_scores, ["variant", "seed", "layer", "head", ROLES_COLUMN],
+                                     kind="the stacked head_scores table"), spec.variant, spec.seed)
     frames = offset_results(loaded, spec, behaviour, table, roles, log=say)
     write_tables(dict(zip(("profile", "programs"), frames)),
                   {"profile": profile, "programs": programs})

@@ -36,8 +36,6 @@ SETTINGS_FILES = {
         "prompts", "roles.local_window")),
     # the head-role rule: applied where results are stacked and read, never by an analysis
     "roles": SettingsFile("behaviour.roles", ROLE_RULE, task=False),
-    # the OV roles alone (copying, anti-copying): the offset attribution's head groups
-    "copying": SettingsFile("behaviour.roles", ("copying_margin",), task=False),
     "ablations": SettingsFile("ablations", ("entries",)),
     "dynamics": SettingsFile("dynamics", ("n_sequences", "eval_size")),
 }

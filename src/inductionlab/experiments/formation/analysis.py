@@ -9,7 +9,7 @@ Per model (metric, value, low, high, note), each value as its own stage measured
   one n: it looks at a position);
 - ``previous_token``: the best layer-0 head's previous-token score and its chance level
   (the head named in ``note``); ``previous_token_head`` 1 when it has the previous-token
-  role (the head-role rule, :func:`~inductionlab.analysis.roles.head_roles`);
+  role (its ``roles`` in the stacked head_scores table, where the head-role rule is applied);
 - ``induction``: in the last layer, the head with the largest induction content part:
   its induction score, positional control, content part (score − control) and chance;
   ``induction_head`` 1 when it has the induction role (score and content part pass the
@@ -42,7 +42,7 @@ import pandas as pd
 from ...analysis.behaviour import FLOOR_PREFIX, WRITE_UP_PREFIX
 from ...analysis.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
 from ...analysis.phase_change import PHASE_CHANGE
-from ...analysis.roles import INDUCTION, PREVIOUS_TOKEN, head_roles, positional_role
+from ...analysis.roles import INDUCTION, PREVIOUS_TOKEN, ROLES_COLUMN, positional_role, split_roles
 
 NAN = math.nan
 
@@ -70,9 +70,10 @@ def _behaviour_rows(behaviour: pd.DataFrame, periods) -> list[dict]:
 
 def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
                     ablations: pd.DataFrame, behaviour: pd.DataFrame, phase: pd.DataFrame,
-                    periods, rules: dict) -> pd.DataFrame:
-    """The formation study's answers for one model (see the module's docstring);
-    ``rules``: the head-role rule's thresholds (times_chance, above_chance, copying_margin)."""
+                    periods) -> pd.DataFrame:
+    """The formation study's answers for one model (see the module's docstring).
+    ``head_scores``: the model's rows of the stacked head_scores table, whose ``roles``
+    are the head-role rule's, applied where head scores are stacked."""
     rows = _behaviour_rows(behaviour, periods)
     last = int(head_scores["layer"].max())
     layer0 = head_scores[head_scores["layer"] == 0]
@@ -81,7 +82,7 @@ def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
     rows += [_row("previous_token", prev["previous_token"], prev["previous_token_low"],
                   prev["previous_token_high"], f"L0H{p}"),
              _row("previous_token_chance", prev["previous_token_chance"]),
-             _row("previous_token_head", PREVIOUS_TOKEN in head_roles(prev.to_dict(), rules),
+             _row("previous_token_head", PREVIOUS_TOKEN in split_roles(prev[ROLES_COLUMN]),
                   note=f"L0H{p}")]
     top = head_scores[head_scores["layer"] == last]
     best = top.loc[top["induction_content"].idxmax()]
@@ -91,7 +92,7 @@ def formation_table(head_scores: pd.DataFrame, composition: pd.DataFrame,
              _row("induction_content", best["induction_content"], best["induction_content_low"],
                   best["induction_content_high"], name),
              _row("induction_chance", best["induction_chance"])]
-    roles = head_roles(best.to_dict(), rules)
+    roles = split_roles(best[ROLES_COLUMN])
     rows += [_row("induction_head", INDUCTION in roles, note=name),
              _row("positional_induction_head", positional_role(INDUCTION) in roles, note=name)]
     rows += _mechanism_rows(composition, ablations, last, p, g)

@@ -6,27 +6,32 @@ from ...stages.settings import read_settings
 
 
 @command("formation", "when and how an induction head formed in one model, from its tables",
-         head_scores=path("its head_scores.csv"), composition=path("its composition.csv"),
+         head_scores=path("the stacked head_scores table (results/tables/head_scores.csv), "
+                          "whose roles are the head-role rule's"),
+         composition=path("its composition.csv"),
          ablations=path("its ablations.csv"), behaviour=path("its behaviour.csv"),
          phase_change=path("its phase_change.csv"),
          settings=path("behaviour settings JSON (the period test's lengths)"),
-         roles=path("the head-role rule's thresholds (results/settings/roles.json)"),
          table=path("formation.csv to write"))
-def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, roles,
-                    table):
+def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, table):
+    from ...analysis.roles import ROLES_COLUMN
     from ...core.loading import read_table
     from .analysis import formation_table
     from .tables import FORMATION
 
     frames = {name: read_table(p, kind=f"a {name}.csv") for name, p in
-              (("head_scores", head_scores), ("composition", composition),
-               ("ablations", ablations), ("behaviour", behaviour),
-               ("phase_change", phase_change))}
-    ident = frames["head_scores"][["variant", "seed"]].iloc[0].to_dict()
+              (("composition", composition), ("ablations", ablations),
+               ("behaviour", behaviour), ("phase_change", phase_change))}
+    ident = frames["behaviour"][["variant", "seed"]].iloc[0].to_dict()
+    stacked = read_table(head_scores, ["variant", "seed", "layer", "head", ROLES_COLUMN],
+                         kind="the stacked head_scores table")
+    scores = stacked[(stacked["variant"] == ident["variant"]) & (stacked["seed"] == ident["seed"])]
+    if scores.empty:
+        raise ValueError(f"{head_scores}: has no row of {ident['variant']} seed {ident['seed']}")
     periods = read_settings(settings, "behaviour")["period_lengths"]
-    frame = formation_table(frames["head_scores"], frames["composition"], frames["ablations"],
-                            frames["behaviour"], frames["phase_change"], periods,
-                            read_settings(roles, "roles"))
+    frame = formation_table(scores.reset_index(drop=True), frames["composition"],
+                            frames["ablations"], frames["behaviour"], frames["phase_change"],
+                            periods)
     frame = frame.assign(**ident)[list(FORMATION.columns)]
     write_tables({"formation": frame}, {"formation": table})
 

@@ -26,13 +26,13 @@ FM_SUMMARY = aggregated_table("formation", summary=True, models=FM_SIDE_BY_SIDE)
 
 rule formation_table:
     input:
-        head_scores=model_file("head_scores.csv"),
+        # the heads' roles: the stacked table, where the head-role rule is applied
+        head_scores=aggregated_table("head_scores"),
         composition=model_file("composition.csv"),
         ablations=model_file("ablations.csv"),
         behaviour=model_file("behaviour.csv"),
         phase_change=model_file("phase_change.csv"),
         settings=settings_file("behaviour"),
-        roles=settings_file("roles"),
     output:
         table=model_file("formation.csv"),
     wildcard_constraints:
@@ -49,7 +49,7 @@ rule formation_table:
         "inductionlab formation --head-scores {input.head_scores} "
         "--composition {input.composition} --ablations {input.ablations} "
         "--behaviour {input.behaviour} --phase-change {input.phase_change} "
-        "--settings {input.settings} --roles {input.roles} --table {output.table} > {log} 2>&1"
+        "--settings {input.settings} --table {output.table} > {log} 2>&1"
 
 
 FM_ANSWERS = f"{RESULTS}/tables/formation_answers.csv"

@@ -1,0 +1,109 @@
+"""What a finished run says, in a form two runs can be compared by: every table's digest
+and the report's text.
+
+A refactoring must leave the tiny end-to-end run's tables and report text as they were;
+``tests/snapshots/tiny_run.json`` holds them, and ``test_workflow`` compares the tiny run
+against it. A change that moves results on purpose writes it again, from a finished tiny
+run, and says in its message what moved:
+
+    python tests/snapshot.py WORKDIR > tests/snapshots/tiny_run.json
+
+Tables are compared by their values (floats to 9 significant digits, so that the last bit
+of a sum does not count); the report by its text, with what differs between two equal runs
+(dates, durations, the run's folder, versions) masked.
+"""
+from __future__ import annotations
+
+import hashlib
+import html.parser
+import json
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "tiny_run.json"
+# columns that differ between two equal runs: wall-clock times
+TIMING = re.compile(r"(^|_)(seconds|wall|time_s|elapsed|ms_per_step|timestamp)($|_)")
+MASKS = [
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d| UTC)?"), "<time>"),
+    (re.compile(r"\b\d+(\.\d+)? ?(s|min|h|seconds|minutes)\b"), "<duration>"),
+    (re.compile(r"/(tmp|work|check|root|home)/\S+"), "<path>"),
+    (re.compile(r"\b[0-9a-f]{40}\b|\b[0-9a-f]{7,12}\b(?=\W*(dirty|\)|$))"), "<commit>"),
+    (re.compile(r"\b(torch|snakemake|python|pandas|matplotlib|jinja2|weasyprint|numpy)"
+                r"[ =]+\d+(\.\d+)*\S*", re.I), r"\1 <version>"),
+]
+
+
+def _tables(work: Path) -> list[Path]:
+    results = work / "results"
+    return sorted(p for p in results.rglob("*.csv") if "benchmarks" not in p.parts)
+
+
+def table_digest(path: Path) -> str:
+    """The digest of a table's values: columns in order, floats to 9 significant digits,
+    wall-clock columns left out."""
+    frame = pd.read_csv(path)
+    frame = frame[[c for c in frame.columns if not TIMING.search(str(c))]]
+    text = frame.to_csv(index=False, float_format="%.9g")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.parts, self._skip = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("style", "script")
+        if tag in ("p", "li", "tr", "h1", "h2", "h3", "h4", "figcaption", "caption", "div", "br"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("style", "script")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def report_text(html_path: Path) -> list[str]:
+    """The report's text, one line per paragraph, cell row or heading, masked."""
+    parser = _Text()
+    parser.feed(html_path.read_text())
+    lines = [" ".join(line.split()) for line in "".join(parser.parts).split("\n")]
+    out = []
+    for line in filter(None, lines):
+        for pattern, mask in MASKS:
+            line = pattern.sub(mask, line)
+        out.append(line)
+    return out
+
+
+def snapshot(work: Path) -> dict:
+    work = Path(work)
+    return {"tables": {str(p.relative_to(work)): table_digest(p) for p in _tables(work)},
+            "report_text": report_text(work / "reports" / "report.html")}
+
+
+def differences(now: dict, then: dict) -> list[str]:
+    """What differs between two snapshots, one line each (empty: nothing)."""
+    out = []
+    for name in sorted(set(now["tables"]) | set(then["tables"])):
+        a, b = now["tables"].get(name), then["tables"].get(name)
+        if a != b:
+            out.append(f"{name}: " + ("new" if b is None else "gone" if a is None else "values differ"))
+    old, new = then["report_text"], now["report_text"]
+    if old != new:
+        import difflib
+
+        diff = [d for d in difflib.unified_diff(old, new, "snapshot", "now", n=0, lineterm="")
+                if d[:1] in "+-" and not d.startswith(("+++", "---"))]
+        out.append(f"report text: {len(diff)} line(s) differ, first: " + " | ".join(diff[:6]))
+    return out
+
+
+if __name__ == "__main__":
+    json.dump(snapshot(Path(sys.argv[1])), sys.stdout, indent=1)
+    sys.stdout.write("\n")
