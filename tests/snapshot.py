@@ -30,7 +30,7 @@ MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d| UTC)?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? ?(s|min|h|seconds|minutes)\b"), "<duration>"),
     (re.compile(r"/(tmp|work|check|root|home)/\S+"), "<path>"),
-    (re.compile(r"\b[0-9a-f]{40}\b|\b[0-9a-f]{7,12}\b(?=\W*(dirty|\)|$))"), "<commit>"),
+    (re.compile(r"(?<![\w.−-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)([0-9a-f]{40}|[0-9a-f]{7,12})\b"), "<commit>"),
     (re.compile(r"\b(torch|snakemake|python|pandas|matplotlib|jinja2|weasyprint|numpy)"
                 r"[ =]+\d+(\.\d+)*\S*", re.I), r"\1 <version>"),
 ]

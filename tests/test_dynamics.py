@@ -9,8 +9,8 @@ from helpers import stage_settings, tiny_spec
 from inductionlab.report.aggregate import aggregate
 from inductionlab.analysis.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
-                                   best_induction_heads, induction_layers, phase_change_table,
-                                   read_phase_change)
+                                   best_induction_heads, decide_formed, induction_layers,
+                                   phase_change_table, read_phase_change)
 from inductionlab.analysis.loss_pca import pca, per_token_loss_pca
 from inductionlab.analysis.phase_change import PHASE_CHANGE
 from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
@@ -181,12 +181,15 @@ def test_pca_rejects_different_evaluation_sets(staged, tmp_path):
 
 def test_dynamics_figures(staged, tmp_path):
     _, folder, spec = staged
-    written = write_dynamics_figures(folder / "dynamics.csv", folder / "phase_change.csv",
-                                     tmp_path, "two_layer seed 0:", task=spec["task"], roles=ROLES)
+    # the stacked table, where the rule decided whether induction formed
+    stacked = tmp_path / "phase_change.csv"
+    decide_formed(read_phase_change(folder / "phase_change.csv"), ROLES).to_csv(stacked, index=False)
+    written = write_dynamics_figures(folder / "dynamics.csv", stacked, tmp_path / "figures",
+                                     "two_layer seed 0:", task=spec["task"])
     assert [p.name for p in written] == ["losses.png", "head_scores.png", "per_position_loss.png"]
     assert all(p.stat().st_size > 0 for p in written)
-    # one model's file leaves "formed" to the role rule: without it the figure is refused
-    with pytest.raises(ValueError, match="head-role rule"):
+    # one model's own file leaves "formed" to the role rule: it is refused, naming the table
+    with pytest.raises(ValueError, match="stacked phase_change table"):
         write_dynamics_figures(folder / "dynamics.csv", folder / "phase_change.csv", tmp_path)
 
 

@@ -85,8 +85,8 @@ def _jobs_after(tiny_run, tmp_path, change: dict) -> dict:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)}
 
 
-# Jobs that never read the head-role thresholds.
-ANALYSES = {"train", "weights", "circuits", "behaviour", "ablations", "dynamics", "offsets",
+# Jobs that never read the head-role thresholds or the roles they give.
+ANALYSES = {"train", "weights", "circuits", "behaviour", "ablations", "dynamics",
             "positional_shortcut_analysis"}
 
 
@@ -94,10 +94,10 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
     jobs = _jobs_after(tiny_run, tmp_path, {"behaviour": {"roles": {"times_chance": 3.0}}})
     assert not set(jobs) & ANALYSES, jobs
     # the rule's settings file; the two tables it decides (head roles, whether induction
-    # formed), stacked again; the formation study's reading of the heads' roles and its
-    # table; what reads them: claims, figures, the report
+    # formed), stacked again; what reads the roles from them: the offset attribution (its
+    # head groups) and the tables it writes, the formation study, claims, figures, the report
     assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "models_figure",
-                         "dynamics_figures", "formation_table", "formation_answers",
+                         "dynamics_figures", "offsets", "formation_table", "formation_answers",
                          "report_manifest", "report", "all"}, jobs
     assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 3 and jobs["claims"] == 1, jobs
 

@@ -21,9 +21,10 @@ class ConfigError(ValueError):
 
 
 # Folders of results/ that the workflow writes itself: a model of that name would put its
-# results/{model}/ folder among them ("models": results/figures/models/, the figures of
-# every model side by side, beside each model's results/figures/{model}/).
-RESULT_FOLDERS = ("settings", "tables", "figures", "benchmarks", "report", "models")
+# results/{model}/ folder among them ("models" and "study": results/figures/models/ and
+# results/figures/study/, the figures of every model side by side and of a study, beside
+# each model's results/figures/{model}/).
+RESULT_FOLDERS = ("settings", "tables", "figures", "benchmarks", "report", "models", "study")
 
 # A model's name is a folder name and part of file names (results/{model}/, logs/...);
 # every file system takes names of 255 bytes, and derived models add a suffix.

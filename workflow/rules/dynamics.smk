@@ -33,9 +33,10 @@ rule dynamics:
 rule dynamics_figures:
     input:
         dynamics=model_file("dynamics.csv"),
-        phase_change=model_file("phase_change.csv"),
+        # whether an induction head formed: the stacked table, where the head-role rule is
+        # applied
+        phase_change=aggregated_table("phase_change"),
         settings=settings_file("dynamics"),
-        roles=settings_file("roles"),
     output:
         out_dir=directory(model_file("figures/dynamics")),
     log:
@@ -49,7 +50,7 @@ rule dynamics_figures:
     shell:
         "inductionlab dynamics-figures --dynamics {input.dynamics} "
         "--phase-change {input.phase_change} --out-dir {output.out_dir} "
-        "--settings {input.settings} --roles {input.roles} > {log} 2>&1"
+        "--settings {input.settings} > {log} 2>&1"
 
 
 rule per_token_loss_pca:

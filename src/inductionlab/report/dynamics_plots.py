@@ -191,25 +191,28 @@ def per_position_heat_strip(frame: pd.DataFrame, phase: pd.DataFrame | None, tit
 
 
 def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
-                           task: dict | None = None, roles: dict | None = None) -> list[Path]:
+                           task: dict | None = None) -> list[Path]:
     """losses.png, head_scores.png and per_position_loss.png of one model.
 
-    ``task``: the task section of the config, to draw the loss floor (optional);
-    ``roles``: the head-role rule, which decides whether an induction head formed (a
-    phase_change.csv of one model leaves that to it).
+    ``phase_csv``: the stacked phase_change table, where the head-role rule decided whether
+    an induction head formed (the model's own rows are drawn); ``task``: the task section
+    of the config, to draw the loss floor (optional).
     """
-    from ..analysis.dynamics import decide_formed, read_phase_change, undecided
+    from ..analysis.dynamics import read_phase_change, undecided
     from ..core.data import TaskConfig, loss_floor
     from ..core.loading import read_table
 
     out_dir = Path(out_dir)
-    frame = read_table(dynamics_csv, ["step", "metric"])
+    frame = read_table(dynamics_csv, ["variant", "seed", "step", "metric"])
+    model, seed = frame["variant"].iloc[0], frame["seed"].iloc[0]
     phase = read_phase_change(phase_csv)
+    phase = phase[(phase["variant"] == model) & (phase["seed"] == seed)]
+    if phase.empty:
+        raise ValueError(f"{phase_csv}: has no row of {model} seed {seed}")
     if undecided(phase).any():
-        if roles is None:
-            raise ValueError(f"{phase_csv}: whether an induction head formed needs the "
-                             "head-role rule (roles)")
-        phase = decide_formed(phase, roles)
+        raise ValueError(f"{phase_csv}: whether an induction head formed is not decided in it; "
+                         "give the stacked phase_change table (results/tables/phase_change.csv), "
+                         "where the head-role rule is applied")
     floor = loss_floor(TaskConfig.from_dict(task)) if task else None
     written = []
     for name, fig in (("losses.png", loss_curves(frame, phase, f"{title} losses over training", floor)),

@@ -38,12 +38,13 @@ def circuit_figures(weights, out_dir, title=None):
 
 
 @command("dynamics-figures", "loss, head-score and per-position figures of one model over training",
-         dynamics=path("a dynamics.csv"), phase_change=path("its phase_change.csv"),
+         dynamics=path("a dynamics.csv"),
+         phase_change=path("the stacked phase_change table (results/tables/phase_change.csv), "
+                           "where the head-role rule decided whether induction formed"),
          out_dir=path("folder for the figures"),
          settings=optional_path("dynamics settings JSON (for the task)"),
-         roles=path("the head-role rule (results/settings/roles.json): whether induction formed"),
          title=text("default: the variant and seed of the dynamics.csv's folder"))
-def dynamics_figures(dynamics, phase_change, out_dir, roles, settings=None, title=None):
+def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None):
     from ..atomic import atomic_dir
     from ..core.loading import read_json
     from ..report.dynamics_plots import write_dynamics_figures
@@ -51,7 +52,7 @@ def dynamics_figures(dynamics, phase_change, out_dir, roles, settings=None, titl
     task = read_json(settings, "the dynamics settings").get("task") if settings else None
     with atomic_dir(out_dir) as tmp:
         write_dynamics_figures(dynamics, phase_change, tmp, title=title or model_title(dynamics),
-                               task=task, roles=read_settings(roles, "roles"))
+                               task=task)
 
 
 @command("figure", "a cross-seed figure of one model",
