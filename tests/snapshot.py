@@ -25,7 +25,7 @@ import pandas as pd
 
 SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "tiny_run.json"
 # columns that differ between two equal runs: wall-clock times
-TIMING = re.compile(r"(^|_)(seconds|wall|time_s|elapsed|ms_per_step|timestamp)($|_)")
+TIMING = re.compile(r"(?:^|_)(?:seconds|wall|time_s|elapsed|ms_per_step|timestamp)(?:$|_)")
 MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d| UTC)?"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? ?(s|min|h|seconds|minutes)\b"), "<duration>"),
@@ -43,29 +43,54 @@ def _tables(work: Path) -> list[Path]:
 
 def table_digest(path: Path) -> str:
     """The digest of a table's values: columns in order, floats to 9 significant digits,
-    wall-clock columns left out."""
+    wall-clock columns (and rows, in a long table) left out."""
     frame = pd.read_csv(path)
     frame = frame[[c for c in frame.columns if not TIMING.search(str(c))]]
+    if "metric" in frame:  # a long table: wall-clock times are rows
+        frame = frame[~frame["metric"].astype(str).str.contains(TIMING)]
     text = frame.to_csv(index=False, float_format="%.9g")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# a report table's column of wall-clock times, by its header
+TIMING_HEADER = re.compile(r"\btime \(s\)|\belapsed\b|\bseconds\b")
+
+
 class _Text(html.parser.HTMLParser):
+    """The text of an HTML page, cells separated by " | ", with the cells of a wall-clock
+    column (by its header) left out."""
+
     def __init__(self):
         super().__init__()
         self.parts, self._skip = [], 0
+        self._timing, self._column, self._cell, self._in_cell = set(), 0, [], False
 
     def handle_starttag(self, tag, attrs):
         self._skip += tag in ("style", "script")
+        if tag == "table":
+            self._timing = set()
+        if tag == "tr":
+            self._column = 0
+        if tag in ("td", "th"):
+            self._in_cell, self._cell = True, []
         if tag in ("p", "li", "tr", "h1", "h2", "h3", "h4", "figcaption", "caption", "div", "br"):
             self.parts.append("\n")
 
     def handle_endtag(self, tag):
         self._skip -= tag in ("style", "script")
+        if tag in ("td", "th") and self._in_cell:
+            text = "".join(self._cell)
+            if tag == "th" and TIMING_HEADER.search(text):
+                self._timing.add(self._column)
+            if self._column not in self._timing:
+                self.parts.append(text + " | ")
+            self._column += 1
+            self._in_cell = False
 
     def handle_data(self, data):
-        if not self._skip:
-            self.parts.append(data)
+        if self._skip:
+            return
+        (self._cell if self._in_cell else self.parts).append(data)
 
 
 def report_text(html_path: Path) -> list[str]:

@@ -11,7 +11,7 @@ from figurecheck import legibility_problems
 from handbuilt import ShiftCopyModel
 from inductionlab.report import attention_plots as ap
 from inductionlab.report import plots
-from inductionlab.report.figures import write_figure
+from inductionlab.report.figure_registry import write_figure
 from inductionlab.analysis.attention import offset_profile
 from inductionlab.analysis.behaviour import check_prompt, expected_completion, prompt_attention
 from inductionlab.core.decoding import greedy_complete
@@ -170,6 +170,11 @@ def seed_inputs(tmp_path, n_layers, seeds=(0, 1), smear_layers=()):
     return inputs + [tmp_path / "head_scores.csv", tmp_path / "spec.json"]
 
 
+def named_inputs(inputs):
+    """seed_inputs' files by the names the attention_seeds figure gives them."""
+    return {"attention": inputs[:-2], "head_scores": inputs[-2], "spec": inputs[-1]}
+
+
 def panel_titles(fig):
     return [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
 
@@ -201,7 +206,7 @@ def test_smeared_one_layer_model_is_ordered_by_induction(tmp_path):
     assert ap.order_heads(pd.read_csv(inputs[-2]).query("variant == 'm' and seed == 0"), 1, []) == \
         [(0, [1, 0, 2, 3], "previous_token")]
     out = tmp_path / "attention_seeds.png"
-    write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
+    write_figure("attention_seeds", "m", named_inputs(inputs), out)
     check_png(out)
     scores = pd.read_csv(inputs[-2]).query("variant == 'm'")
     means = {s: [np.load(inputs[i])["mean_pattern_L0"]] for i, s in enumerate((0, 1))}
@@ -216,7 +221,7 @@ def test_smeared_one_layer_model_is_ordered_by_induction(tmp_path):
 def test_five_seeds_fit_the_page(tmp_path, n_layers):
     inputs = seed_inputs(tmp_path, n_layers=n_layers, seeds=range(5))
     out = tmp_path / "attention_seeds.png"
-    write_figure("attention_seeds", "m", None, out, [str(p) for p in inputs])
+    write_figure("attention_seeds", "m", named_inputs(inputs), out)
     check_png(out)
     scores = pd.read_csv(inputs[-2]).query("variant == 'm'")
     means = {s: [np.load(inputs[s])[f"mean_pattern_L{l}"] for l in range(n_layers)] for s in range(5)}

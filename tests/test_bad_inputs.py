@@ -251,18 +251,27 @@ def test_figures_given_the_wrong_table_or_archive(_run, trained, tmp_path):
     s = _settings_files(tmp_path)
     wrong = tmp_path / "wrong.csv"
     wrong.write_text("variant,seed,layer,head,induction\none_layer,0,0,0,0.5\n")
-    proc = _run("figure", "--name", "training", "--model", "one_layer", "--settings", s["behaviour"],
-                "--out", tmp_path / "f.png", "--inputs", wrong)
+    proc = _run("figure", "--name", "training", "--subject", "one_layer", "--out", tmp_path / "f.png",
+                "--inputs", f"train_log={wrong}", f"settings={s['behaviour']}")
     _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
-    proc = _run("models-figure", "--name", "training", "--models", "one_layer,two_layer",
-                "--settings", s["behaviour"], "--out", tmp_path / "m.png", "--inputs", wrong)
+    proc = _run("figure", "--name", "training", "--subject", "models", "--models", "one_layer,two_layer",
+                "--out", tmp_path / "m.png", "--inputs", f"train_log={wrong}", f"settings={s['behaviour']}")
     _assert_one_clear_line(proc, wrong, "it is not the stacked train_log table")
-    proc = _run("study-figure", "--name", "positional_shortcut_positions", "--settings",
-                s["positional_shortcut"], "--out", tmp_path / "b.png", "--inputs", wrong)
+    proc = _run("figure", "--name", "positional_shortcut_positions", "--subject", "study",
+                "--out", tmp_path / "b.png", "--inputs", f"positions={wrong}",
+                f"settings={s['positional_shortcut']}")
     _assert_one_clear_line(proc, wrong, "it is not the stacked positional_shortcut_positions table")
-    proc = _run("study-figure", "--name", "no_such_figure", "--settings", s["positional_shortcut"],
-                "--out", tmp_path / "c.png", "--inputs", wrong)
-    assert proc.returncode != 0 and "unknown study figure 'no_such_figure'" in proc.stderr
+    proc = _run("figure", "--name", "no_such_figure", "--subject", "study",
+                "--out", tmp_path / "c.png", "--inputs", f"table={wrong}")
+    assert proc.returncode != 0 and "unknown figure 'no_such_figure' of scope study" in proc.stderr
+    # inputs are named: a name the figure does not declare, or one it needs left out, is
+    # one line naming the figure's inputs
+    proc = _run("figure", "--name", "training", "--subject", "one_layer", "--out", tmp_path / "g.png",
+                "--inputs", f"log={wrong}", f"settings={s['behaviour']}")
+    assert proc.returncode != 0 and "has no input 'log'; its inputs: train_log, settings" in proc.stderr
+    proc = _run("figure", "--name", "training", "--subject", "one_layer", "--out", tmp_path / "h.png",
+                "--inputs", f"settings={s['behaviour']}")
+    assert proc.returncode != 0 and "lacks its input(s) train_log" in proc.stderr
     weights = trained / "model" / "weights.npz"
     proc = _run("attention-figures", "--attention", weights, "--out-dir", tmp_path / "figs")
     _assert_one_clear_line(proc, weights, "has no array(s) mean_pattern_L0")

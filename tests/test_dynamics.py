@@ -15,7 +15,7 @@ from inductionlab.analysis.loss_pca import pca, per_token_loss_pca
 from inductionlab.analysis.phase_change import PHASE_CHANGE
 from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)
-from inductionlab.report.figures import write_figure
+from inductionlab.report.figure_registry import write_figure
 from inductionlab.report.plots import save
 from inductionlab.core.loading import load_model
 from inductionlab.core.train import checkpoint_steps, train
@@ -375,7 +375,7 @@ def test_phase_change_figure(tmp_path):
     settings.write_text(json.dumps({"task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4}}))
     for variant in ("two_layer", "one_layer"):
         out = tmp_path / variant / "phase_change.png"
-        write_figure("phase_change", variant, settings, out, [dynamics_csv, phase_csv])
+        write_figure("phase_change", variant, {"dynamics": dynamics_csv, "phase_change": phase_csv}, out)
         assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -19,9 +19,9 @@ from matplotlib import pyplot as plt
 from figurecheck import legibility_problems
 from inductionlab.experiments.positional_shortcut import analysis as positional_shortcut
 from inductionlab.experiments.positional_shortcut import plots as shortcut_plots
-from inductionlab.report.study_figures import write_study_figure
+from inductionlab.report.figure_registry import declared, write_figure
 from inductionlab.report import (ablation_plots, attention_plots, circuit_plots, dynamics_plots, failure_plots,
-                                 figures, models_plots, plots)
+                                 models_plots, plots)
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.analysis.ablations import ablation_table
 from inductionlab.analysis.behaviour import evaluation_samples
@@ -415,13 +415,16 @@ def test_write_figure_writes_every_figure_at_print_size(inputs, tmp_path):
         (tmp_path / f"seed{seed}").mkdir()
         np.savez(tmp_path / f"seed{seed}" / "eigenvalues.npz", **arrays)
         npz.append(tmp_path / f"seed{seed}" / "eigenvalues.npz")
-    calls = {"training": [tables["log"]], "spectra": npz, "composition": [tables["composition"]],
-             "failure_modes": [tables["failures"]], "ablations": [tables["ablations"]],
-             "ablated_attention": [inputs["root"] / "ablated_attention.npz"],
-             "dynamics": [tables["dynamics"]], "phase_change": [tables["dynamics"], tables["phase"]]}
+    calls = {"training": {"train_log": tables["log"], "settings": settings},
+             "spectra": {"eigenvalues": npz}, "composition": {"composition": tables["composition"]},
+             "failure_modes": {"failure_modes": tables["failures"]},
+             "ablations": {"ablations": tables["ablations"]},
+             "ablated_attention": {"patterns": inputs["root"] / "ablated_attention.npz"},
+             "dynamics": {"dynamics": tables["dynamics"]},
+             "phase_change": {"dynamics": tables["dynamics"], "phase_change": tables["phase"]}}
     for name, paths in calls.items():
         out = tmp_path / f"{name}.png"
-        figures.write_figure(name, "two_layer", settings, out, paths)
+        write_figure(name, "two_layer", paths, out)
         width, height, dpi = png_size(out)
         assert dpi == pytest.approx(plots.DPI, abs=0.5), name
         assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01, name
@@ -439,8 +442,8 @@ def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps({"task": TASK}))
     for name in ("offsets", "positions"):
-        write_study_figure(f"positional_shortcut_{name}", settings, tmp_path / f"{name}.png",
-                           [tmp_path / f"{name}.csv"])
+        write_figure(f"positional_shortcut_{name}", "study",
+                     {name: tmp_path / f"{name}.csv", "settings": settings}, tmp_path / f"{name}.png")
     for path in written + [tmp_path / "offsets.png", tmp_path / "positions.png"]:
         width, height, dpi = png_size(path)
         assert dpi == pytest.approx(plots.DPI, abs=0.5), path.name
@@ -466,13 +469,13 @@ def test_a_figure_of_the_models_is_one_even_for_a_single_model(tmp_path):
     settings.write_text(json.dumps({"task": TASK}))
     out = tmp_path / "models.png"
     # one model: still the figure of the models (the whole-model profile), not its own
-    figures.write_models_figure("offset_profile", ["two_layer"], settings, out, [table])
+    write_figure("offset_profile", "models", {"offset_profile": table}, out, ["two_layer"])
     assert png_size(out)[0] <= MAX_WIDTH_IN + 0.01
-    fig = figures.MODELS_FIGURES["offset_profile"]([table], ["two_layer"], settings)
+    fig = declared("models", "offset_profile").draw({"offset_profile": table}, ["two_layer"])
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["two_layer"]
     plt.close(fig)
-    with pytest.raises(ValueError, match="unknown figure of several models 'spectra'"):
-        figures.write_models_figure("spectra", ["two_layer"], settings, out, [table])
+    with pytest.raises(ValueError, match="unknown figure 'spectra' of scope models"):
+        write_figure("spectra", "models", {"offset_profile": table}, out, ["two_layer"])
 
 
 # ------------------------------------------------------------------ 3 layers, 8 heads

@@ -10,7 +10,7 @@ import pytest
 from matplotlib import pyplot as plt
 
 from figurecheck import legibility_problems
-from inductionlab.report import figures
+from inductionlab.report.figure_registry import write_figure
 from inductionlab.report import offset_plots as op
 from inductionlab.report.plots import DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, png_size, save
 
@@ -235,8 +235,8 @@ def test_registered_figure_reads_the_aggregated_table(tmp_path):
                      ignore_index=True)
     both.to_csv(tmp_path / "offset_profile.csv", index=False)
     out = tmp_path / "offset_profile.png"
-    figures.write_figure("offset_profile", "one_layer_smeared", tmp_path / "settings.json", out,
-                         [tmp_path / "offset_profile.csv"])
+    write_figure("offset_profile", "one_layer_smeared", {"offset_profile": tmp_path / "offset_profile.csv"},
+                 out)
     width, height, dpi = png_size(out)
     assert width <= MAX_WIDTH_IN + 0.01 and height <= MAX_HEIGHT_IN + 0.01
 

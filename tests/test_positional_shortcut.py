@@ -17,7 +17,7 @@ from inductionlab.experiments.positional_shortcut.analysis import (
     row_argmax_offsets, shortcut_metrics, shortcut_tables)
 from inductionlab.experiments.positional_shortcut.commands import write_shortcut
 from inductionlab.experiments.positional_shortcut.tables import metric_names
-from inductionlab.report.study_figures import write_study_figure
+from inductionlab.report.figure_registry import write_figure
 from inductionlab.experiments.positional_shortcut.settings import check_settings
 from inductionlab.core.spec import Spec
 from inductionlab.core.loading import save_model
@@ -161,8 +161,8 @@ def test_write_shortcut_and_figures(tmp_path):
     for name in ("offsets", "positions"):
         pd.concat(out[name]).to_csv(tmp_path / f"{name}.csv", index=False)
     for name in ("offsets", "positions"):  # the study figures the experiment registers
-        write_study_figure(f"positional_shortcut_{name}", settings, tmp_path / f"{name}.png",
-                           [tmp_path / f"{name}.csv"])
+        write_figure(f"positional_shortcut_{name}", "study",
+                     {name: tmp_path / f"{name}.csv", "settings": settings}, tmp_path / f"{name}.png")
     for name in ("offsets.png", "positions.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
     assert not list(tmp_path.glob("**/.tmp-*"))  # everything written atomically

@@ -74,7 +74,7 @@ report_section(
                    "label": "L{}H{}"}},
     ],
     figures=[
-        {"path": f"{RESULTS}/figures/{{model}}/ablations.png", "appendix": True,
+        {"path": figure_path("ablations"), "appendix": True,
          "caption": ABLATIONS_WORDS["ablations_figure1"]},
     ],
 )
@@ -86,6 +86,6 @@ report_section(
     order=61,
     variants=[v for v in VARIANTS if config["variants"][v]["n_layers"] >= 2],
     text=ABLATIONS_WORDS["ablated_attention_text"],
-    figures=[{"path": f"{RESULTS}/figures/{{model}}/ablated_attention.png", "appendix": True,
+    figures=[{"path": figure_path("ablated_attention"), "appendix": True,
               "caption": ABLATIONS_WORDS["ablated_attention_figure1"]}],
 )

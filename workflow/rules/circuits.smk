@@ -70,7 +70,7 @@ report_section(
          "pivot": {"index": ["seed"], "columns": ["layer", "head"], "values": "positivity_real",
                    "label": "QK L{}H{}"}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{{model}}/spectra.png", "appendix": True,
+    figures=[{"path": figure_path("spectra"), "appendix": True,
               "caption": CIRCUITS_WORDS["circuits_figure1"]},
              {"path": model_file("figures/circuits/ov.png"), "dir": model_file("figures/circuits"),
               "appendix": True,
@@ -99,6 +99,6 @@ report_section(
          "pivot": {"index": ["seed", "src_layer", "src_head"], "columns": ["layer", "head"],
                    "values": "score_minus_baseline", "label": "L{}H{}"}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{{model}}/composition.png",
+    figures=[{"path": figure_path("composition"),
               "caption": CIRCUITS_WORDS["composition_figure1"]}],
 )

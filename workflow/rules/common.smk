@@ -13,6 +13,7 @@ import sys
 from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE, checkpoint_name, checkpoint_steps
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
+from inductionlab.report import figure_registry
 from inductionlab.stages.settings import settings_document
 
 VARIANTS = list(config["variants"])
@@ -182,23 +183,50 @@ def aggregated_table(name, summary=False, models=None):
     return table_path(name, summary)
 
 
-STUDY_FIGURE_INPUTS = {}  # study figure -> (its inputs, the settings file it reads)
+# ---------------------------------------------------------------- figures
+# Every figure is declared once, with its named inputs, beside the code that draws it
+# (inductionlab.report.figure_registry); the `figure` rule of report.smk draws each to
+# results/figures/<subject>/<name>.png: a model's name, "models" (the variants side by side)
+# or "study". A rule file names a figure it shows with figure_path(name, scope).
+FIGURES_SHOWN = set()  # (scope, name) of every figure some section shows
 
 
-def study_figure(name, inputs, settings):
-    """Path of the study figure ``name`` (results/figures/study/{name}.png), drawn by the
-    study_figure rule from ``inputs`` and ``settings`` with the function an experiment
-    registered under that name (inductionlab.report.study_figures)."""
-    entry = (list(inputs), settings)
-    if STUDY_FIGURE_INPUTS.setdefault(name, entry) != entry:
-        sys.exit(f"inductionlab: study figure {name!r} is registered twice with other inputs")
-    return f"{RESULTS}/figures/study/{name}.png"
+def figure_path(name, scope="model"):
+    """Path of figure ``name`` of ``scope`` (``model``: results/figures/{model}/<name>.png,
+    a pattern of the model; ``models``: the variants side by side; ``study``: a study's),
+    registering the stacked tables and settings files it reads."""
+    try:
+        declared = figure_registry.declared(scope, name)
+    except ValueError as err:
+        sys.exit(f"inductionlab: {err}")
+    for given in declared.inputs.values():
+        if given.kind == "table" and given.name not in AGGREGATED_TABLES:
+            aggregated_table(given.name)
+        elif given.kind == "settings":
+            settings_file(given.name)
+    FIGURES_SHOWN.add((declared.scope, name))
+    subject = {"model": "{model}", "models": "models", "study": "study"}[declared.scope]
+    return f"{RESULTS}/figures/{subject}/{name}.png"
 
 
-def models_figure(name):
-    """Path of the figure ``name`` of every variant side by side (drawn by the
-    models_figure rule from MODELS_FIGURE_INPUTS in report.smk)."""
-    return f"{RESULTS}/figures/models/{name}.png"
+def figure_inputs(wildcards):
+    """The figure's inputs by name, resolved for its subject (the rule's ``{subject}``)."""
+    declared = figure_registry.declared(wildcards.subject, wildcards.figure)
+    subject = wildcards.subject
+    resolve = {
+        "table": lambda i: table_path(i.name, i.summary),
+        "settings": lambda i: settings_file(i.name),
+        "each_seed": lambda i: expand(model_file(i.name), model=subject, seed=SEEDS),
+        "first_seed": lambda i: model_file(i.name).format(model=subject, seed=FIRST_SEED),
+        "each_variant": lambda i: expand(model_file(i.name), model=VARIANTS, seed=FIRST_SEED),
+    }
+    return {name: resolve[given.kind](given) for name, given in declared.inputs.items()}
+
+
+def named_inputs(wildcards, input):
+    """A job's inputs as the ``name=path`` words of its command line."""
+    return " ".join(shlex.quote(f"{name}={path}") for name in input.keys()
+                    for path in ([input[name]] if isinstance(input[name], str) else input[name]))
 
 
 def table_path(name, summary=False):
@@ -219,7 +247,7 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     ``chapter``, default its own title, and per variant in the appendix; paths may use
     {model} and {seed}, the first seed) or "study" (once, after the chapters). In the body
     a table is shown once with a row (or rows) per variant; a figure whose path is the
-    same for every variant (e.g. ``models_figure(name)``) once; a per-variant figure once
+    same for every variant (e.g. ``figure_path(name, "models")``) once; a per-variant figure once
     per variant.
     tables: dicts with path, caption and display options (where, spread, pivot, sort,
     columns, max_rows, rank, dedupe; see inductionlab.report.tables.render_table; models:

@@ -92,10 +92,10 @@ report_section(
              "columns": ["seed", "metric", "shape", "midpoint", "midpoint_low", "midpoint_high",
                          "span", "span_low", "span_high", "r2", "value", "low", "high"]}],
     figures=[
-        {"path": models_figure("phase_change"), "caption": DYNAMICS_WORDS["dynamics_models_figure"]},
-        {"path": f"{RESULTS}/figures/{{model}}/phase_change.png", "appendix": True,
+        {"path": figure_path("phase_change", "models"), "caption": DYNAMICS_WORDS["dynamics_models_figure"]},
+        {"path": figure_path("phase_change"), "appendix": True,
          "caption": DYNAMICS_WORDS["dynamics_figure1"]},
-        {"path": f"{RESULTS}/figures/{{model}}/dynamics.png", "appendix": True,
+        {"path": figure_path("dynamics"), "appendix": True,
          "caption": DYNAMICS_WORDS["dynamics_figure2"]},
         {"path": model_file("figures/dynamics/head_scores.png"), "dir": model_file("figures/dynamics"),
          "appendix": True,

@@ -47,8 +47,8 @@ report_section(
                     "metrics": ["agreement", "kl", "kl_explained", "accuracy"]}},
     ],
     figures=[
-        {"path": models_figure("offset_profile"), "caption": OFFSETS_WORDS["offsets_models_figure"]},
-        {"path": f"{RESULTS}/figures/{{model}}/offset_profile.png", "appendix": True,
+        {"path": figure_path("offset_profile", "models"), "caption": OFFSETS_WORDS["offsets_models_figure"]},
+        {"path": figure_path("offset_profile"), "appendix": True,
          "caption": OFFSETS_WORDS["offsets_figure1"]},
     ],
 )

@@ -5,48 +5,11 @@
 
 from inductionlab.analysis.roles import RULED_TABLES
 
-# Inputs of each figure: a list, or a function of the wildcards. Tables are named
-# here, at parse time, so that the aggregate rule knows them.
-FIGURE_INPUTS = {
-    "training": [aggregated_table("train_log")],
-    "spectra": lambda w: expand(model_file("eigenvalues.npz"), model=w.model, seed=SEEDS),
-    "composition": [aggregated_table("composition")],
-    "failure_modes": [aggregated_table("failure_modes")],
-    "ablations": [aggregated_table("ablations")],
-    "ablated_attention": lambda w: [
-        model_file("ablated_attention.npz").format(model=w.model, seed=FIRST_SEED)
-    ],
-    "dynamics": [aggregated_table("dynamics")],
-    "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
-    "offset_profile": [aggregated_table("offset_profile")],
-    # every seed's mean patterns, the head scores that order them, the spec (smeared layers)
-    "attention_seeds": lambda w, scores=aggregated_table("head_scores"): (
-        expand(model_file("attention.npz"), model=w.model, seed=SEEDS)
-        + [scores, model_file("spec.json").format(model=w.model, seed=FIRST_SEED)]
-    ),
-}
-
-# Inputs of each figure of the write-up's models side by side (results/figures/models/),
-# the body's figure of a chapter: as FIGURE_INPUTS, for every variant at once.
-MODELS_FIGURE_INPUTS = {
-    "training": [aggregated_table("train_log")],
-    "phase_change": [aggregated_table("dynamics"), aggregated_table("phase_change")],
-    "offset_profile": [aggregated_table("offset_profile")],
-    # the first seed's mean patterns, the head scores that order them, the specs
-    "attention": lambda w, scores=aggregated_table("head_scores"): (
-        expand(model_file("attention.npz"), model=VARIANTS, seed=FIRST_SEED)
-        + [scores] + expand(model_file("spec.json"), model=VARIANTS, seed=FIRST_SEED)
-    ),
-}
-
-
 # Light and study-wide: run where snakemake runs, never submitted to a cluster.
 localrules:
     aggregate,
     claims,
     figure,
-    models_figure,
-    study_figure,
     model_families,
     report_manifest,
     report,
@@ -111,57 +74,23 @@ rule claims:
 
 rule figure:
     input:
-        settings=settings_file("behaviour"),
-        data=lambda w: (FIGURE_INPUTS[w.figure](w) if callable(FIGURE_INPUTS[w.figure])
-                        else FIGURE_INPUTS[w.figure]),
+        unpack(figure_inputs),
     output:
-        figure=f"{RESULTS}/figures/{{model}}/{{figure}}.png",
+        figure=f"{RESULTS}/figures/{{subject}}/{{figure}}.png",
     wildcard_constraints:
-        figure="|".join(FIGURE_INPUTS),
-    log:
-        "logs/figure/{model}/{figure}.log",
-    benchmark:
-        "results/benchmarks/figure/{model}/{figure}.tsv"
-    shell:
-        "inductionlab figure --name {wildcards.figure} --model {wildcards.model} "
-        "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
-
-
-rule study_figure:
-    input:
-        settings=lambda w: STUDY_FIGURE_INPUTS[w.figure][1],
-        data=lambda w: STUDY_FIGURE_INPUTS[w.figure][0],
-    output:
-        figure=f"{RESULTS}/figures/study/{{figure}}.png",
-    wildcard_constraints:
-        figure="|".join(STUDY_FIGURE_INPUTS) or "(?!)",  # none registered: matches nothing
-    log:
-        "logs/study_figure/{figure}.log",
-    benchmark:
-        "results/benchmarks/study_figure/{figure}.tsv"
-    shell:
-        "inductionlab study-figure --name {wildcards.figure} --settings {input.settings} "
-        "--out {output.figure} --inputs {input.data} > {log} 2>&1"
-
-
-rule models_figure:
-    input:
-        settings=settings_file("behaviour"),
-        data=lambda w: (MODELS_FIGURE_INPUTS[w.figure](w) if callable(MODELS_FIGURE_INPUTS[w.figure])
-                        else MODELS_FIGURE_INPUTS[w.figure]),
-    output:
-        figure=models_figure("{figure}"),
-    wildcard_constraints:
-        figure="|".join(MODELS_FIGURE_INPUTS),
+        subject="|".join([*MODELS, "models", "study"]),
+        figure="|".join(sorted({name for _, name in FIGURES_SHOWN})) or "(?!)",
     params:
-        models=",".join(VARIANTS),
+        inputs=named_inputs,
+        # the models a figure of the variants side by side shows, in order
+        models=lambda w: f"--models {','.join(VARIANTS)}" if w.subject == "models" else "",
     log:
-        "logs/figure/models/{figure}.log",
+        "logs/figure/{subject}/{figure}.log",
     benchmark:
-        "results/benchmarks/figure/models/{figure}.tsv"
+        "results/benchmarks/figure/{subject}/{figure}.tsv"
     shell:
-        "inductionlab models-figure --name {wildcards.figure} --models {params.models} "
-        "--settings {input.settings} --out {output.figure} --inputs {input.data} > {log} 2>&1"
+        "inductionlab figure --name {wildcards.figure} --subject {wildcards.subject} "
+        "{params.models} --out {output.figure} --inputs {params.inputs} > {log} 2>&1"
 
 
 rule report_manifest:

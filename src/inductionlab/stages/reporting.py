@@ -55,39 +55,21 @@ def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None)
                                task=task)
 
 
-@command("figure", "a cross-seed figure of one model",
-         name=text("the figure (inductionlab.report.figures.FIGURES)", required=True),
-         model=text("the model's name", required=True),
-         settings=path("the stage settings JSON (for the task)"), out=path("the PNG to write"),
-         inputs=paths("the figure's inputs, in the order the workflow's figure rule lists them"))
-def figure(name, model, settings, out, inputs):
-    from ..report.figures import write_figure
-
-    write_figure(name, model, settings, out, inputs)
-
-
-@command("models-figure", "a figure of several models side by side",
-         name=text("the figure (inductionlab.report.figures.MODELS_FIGURES)", required=True),
-         models=text("the models' names, comma-separated, in the order they are drawn",
-                     required=True),
-         settings=path("the stage settings JSON (for the task)"), out=path("the PNG to write"),
-         inputs=paths("the figure's inputs, in the order the workflow's models_figure rule "
-                      "lists them"))
-def models_figure(name, models, settings, out, inputs):
-    from ..report.figures import write_models_figure
-
-    write_models_figure(name, [m for m in models.split(",") if m], settings, out, inputs)
-
-
-@command("study-figure", "a figure of a study's models, registered by an experiment",
-         name=text("the figure (inductionlab.report.study_figures.STUDY_FIGURES)", required=True),
-         settings=path("the settings JSON the figure reads (for the task)"),
+@command("figure", "a figure declared in inductionlab.report.figure_registry: of a model "
+         "across its seeds, of the variants side by side, or of a study",
+         name=text("the figure's name", required=True),
+         subject=text("a model's name, models (the variants side by side) or study",
+                      required=True),
+         models=text("for subject models: the models' names, comma-separated, in the order "
+                     "they are drawn"),
          out=path("the PNG to write"),
-         inputs=paths("the figure's inputs, in the order its rules list them"))
-def study_figure(name, settings, out, inputs):
-    from ..report.study_figures import write_study_figure
+         inputs=paths("the figure's inputs as name=path, each name one the figure declares"))
+def figure(name, subject, out, inputs, models=None):
+    from ..report.figure_registry import draw
+    from ..report.plots import save
 
-    write_study_figure(name, settings, out, inputs)
+    save(draw(name, subject, [str(p) for p in inputs], [m for m in (models or "").split(",") if m]),
+         out)
 
 
 @command("aggregate", "stack per-model tables; mean, std, min, max across seeds",

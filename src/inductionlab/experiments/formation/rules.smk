@@ -113,9 +113,9 @@ report_section(
     ],
     # what each retrained model does, whether or not it built the textbook circuit: which
     # components copy or suppress the letter k back, and when its loss and best head moved
-    figures=[{"path": f"{RESULTS}/figures/{m}/{name}.png", "caption": f"{m}: {FM_WORDS[name]}"}
+    figures=[{"path": figure_path(name).format(model=m), "caption": f"{m}: {FM_WORDS[name]}"}
              for m in FM_MODELS.values() for name in ("offset_profile", "phase_change")]
-    + [{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
+    + [{"path": figure_path("attention_seeds").format(model=m), "appendix": True,
         "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
 )
 

@@ -1,26 +1,25 @@
-"""The positional-shortcut experiment's figures, registered by name: the workflow's
-``study_figure`` rule draws them (:mod:`inductionlab.report.study_figures`); :mod:`.plots`
-draws them, imported only then."""
+"""The positional-shortcut experiment's figures, each declared with its named inputs
+(:mod:`inductionlab.report.figure_registry`) and drawn by the workflow's ``figure`` rule to
+results/figures/study/; :mod:`.plots` draws them, imported only then."""
 from __future__ import annotations
 
-from ...report.study_figures import study_figure
+from ...report.figure_registry import STUDY, figure, settings, table
 from .tables import OFFSETS, POSITIONS
 
 # one figure per table, named as the table it draws
 OFFSETS_FIGURE, POSITIONS_FIGURE = OFFSETS.name, POSITIONS.name
+STUDY_SETTINGS = settings("positional_shortcut")
 
 
-@study_figure(OFFSETS_FIGURE)
-def attention_by_offset(inputs, settings):
-    """inputs: the stacked offsets table."""
+@figure(OFFSETS_FIGURE, STUDY, offsets=table(OFFSETS.name), settings=STUDY_SETTINGS)
+def attention_by_offset(inputs):
     from .plots import offsets_figure_of
 
-    return offsets_figure_of(inputs[0], settings)
+    return offsets_figure_of(inputs["offsets"], inputs["settings"])
 
 
-@study_figure(POSITIONS_FIGURE)
-def positional_scores(inputs, settings):
-    """inputs: the stacked positional table."""
+@figure(POSITIONS_FIGURE, STUDY, positions=table(POSITIONS.name), settings=STUDY_SETTINGS)
+def positional_scores(inputs):
     from .plots import positions_figure_of
 
-    return positions_figure_of(inputs[0], settings)
+    return positions_figure_of(inputs["positions"], inputs["settings"])

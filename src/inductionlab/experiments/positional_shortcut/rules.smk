@@ -54,9 +54,8 @@ rule positional_shortcut_analysis:
         "--threads {threads} > {log} 2>&1"
 
 
-# its two figures, drawn by the workflow's study_figure rule (figures.py registers them)
-PS_FIGURES = {name: study_figure(name, [PS_TABLES[name]], settings_file("positional_shortcut"))
-              for name in (OFFSETS_FIGURE, POSITIONS_FIGURE)}
+# its two figures, declared with their inputs in figures.py, drawn by the figure rule
+PS_FIGURES = {name: figure_path(name, "study") for name in (OFFSETS_FIGURE, POSITIONS_FIGURE)}
 
 
 PS_WORDS = section_prose("prose.yaml", learned=PS_LEARNED,

@@ -35,6 +35,6 @@ report_section(
                                                      "icl_score", "random_distinct_len12_acc_mean"]
                     + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]]}},
     ],
-    figures=[{"path": f"{RESULTS}/figures/{m}/attention_seeds.png", "appendix": True,
+    figures=[{"path": figure_path("attention_seeds").format(model=m), "appendix": True,
               "caption": f"{m}: {PT_WORDS['attention_figure']}"} for m in PT_MODELS.values()],
 )
