@@ -5,6 +5,10 @@ import pytest
 import torch
 
 from helpers import snakemake_command, write_tiny_config
+from inductionlab import experiments
+from inductionlab.report import figures  # noqa: F401 - every test sees the declared figures
+
+experiments.available()  # and each experiment's, as the workflow and the figure command do
 
 
 @pytest.fixture(scope="session")

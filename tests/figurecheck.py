@@ -2,7 +2,7 @@
 (the house style of :mod:`inductionlab.report.plots`)."""
 import re
 
-from inductionlab.report.labels import minus_signs
+from inductionlab.formatting.labels import minus_signs
 from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, STYLE
 
 

@@ -10,11 +10,11 @@ import yaml
 
 from helpers import ROOT, stage_settings
 from inductionlab.analysis.roles import ROLE_RULE
-from inductionlab.report.claim_metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
-                                               Tables, family_claims, metric_value)
-from inductionlab.report.claim_rules import load_claims
-from inductionlab.report.claims import WRITE_UP_TITLE, evaluate_claim, evaluate_claims, run_claims, scorecard
-from inductionlab.report.numbers import format_value
+from inductionlab.claims.metrics import (DERIVED, FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, ClaimError,
+                                         Tables, family_claims, metric_value)
+from inductionlab.claims.rules import load_claims
+from inductionlab.claims.verdicts import WRITE_UP_TITLE, evaluate_claim, evaluate_claims, run_claims, scorecard
+from inductionlab.formatting.numbers import format_value
 
 RULE = stage_settings("roles")  # the schema's head-role rule
 
@@ -743,7 +743,7 @@ def test_every_quote_is_verbatim_in_the_write_up():
 
 
 def _card_row(statuses, family="write_up", value_range=""):
-    from inductionlab.report.claim_words import verdict_text
+    from inductionlab.claims.words import verdict_text
 
     return {"family": family, "role": "one_layer_smeared", "claim": "local", "group": "g",
             "measure": "m", "test": "≥ 0.5", "holds": statuses.count(HOLDS),
@@ -768,13 +768,13 @@ H, F, T, N = HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED
     ([N] * 5, "could not be measured"),
 ])
 def test_outcome_of_every_combination_of_seed_statuses(statuses, expected):
-    from inductionlab.report.claims import outcome
+    from inductionlab.claims.verdicts import outcome
 
     assert outcome(_card_row(statuses)) == expected
 
 
 def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_none():
-    from inductionlab.report.claims import family_comparison
+    from inductionlab.claims.verdicts import family_comparison
 
     card = pd.DataFrame([_card_row([H] * 5, "write_up", "[0.6, 0.9]"),
                          _card_row([F, F, F, N, N], "fam", "[−0.336, 0.1]")])
@@ -801,7 +801,7 @@ def test_a_family_cell_counts_the_seeds_not_measured_and_never_says_depends_on_n
     ("==", 2, (0, 1), FAILS),
 ])
 def test_a_seed_is_decided_by_its_interval(compare, threshold, bounds, expected):
-    from inductionlab.report.claim_metrics import Estimate, decide
+    from inductionlab.claims.metrics import Estimate, decide
 
     value = sum(bounds) / 2
     assert decide(compare, threshold, Estimate(value, *bounds)) == expected
@@ -810,7 +810,7 @@ def test_a_seed_is_decided_by_its_interval(compare, threshold, bounds, expected)
 
 
 def test_intervals_are_read_beside_their_columns_and_carried_through(tables):
-    from inductionlab.report.claim_metrics import Estimate
+    from inductionlab.claims.metrics import Estimate
 
     b = tables["behaviour"]
     b["low"], b["high"] = b["value"] - 0.01, b["value"] + 0.01
@@ -844,7 +844,7 @@ def test_the_scorecard_gives_the_mean_over_seeds_with_its_interval(tables):
 
 
 def test_a_negative_threshold_reads_with_a_true_minus_sign():
-    from inductionlab.report.claim_words import test_text
+    from inductionlab.claims.words import test_text
 
     negative = claim(LOSS, "<=", -0.9)
     assert test_text(negative, RULE) == "≤ −0.9"
@@ -882,8 +882,8 @@ def test_a_required_column_makes_the_claim_not_measured_with_the_row_s_note():
 # ---------------------------------------------------------------- house style
 
 def test_the_write_up_s_printed_numbers_read_with_a_true_minus_sign(tables):
-    from inductionlab.report.claim_metrics import Estimate
-    from inductionlab.report.claim_words import interval_text
+    from inductionlab.claims.metrics import Estimate
+    from inductionlab.claims.words import interval_text
 
     c = {**claim(ACC, "<", 0.6, id="signs"), "write_up": "-0.712, -0.857", "reference": -0.9996,
          "measure": "heads with OV positivity < -0.5", "quote": "close to -1.0, an anti-copying head"}
@@ -908,8 +908,8 @@ def test_the_write_up_s_printed_numbers_read_with_a_true_minus_sign(tables):
     (1.0, 0.9994, 1.0, "1 [0.999, 1]"),
 ])
 def test_an_interval_is_shown_at_its_value_s_precision(value, low, high, text):
-    from inductionlab.report.claim_metrics import Estimate
-    from inductionlab.report.claim_words import interval_text
+    from inductionlab.claims.metrics import Estimate
+    from inductionlab.claims.words import interval_text
 
     assert interval_text(Estimate(value, low, high)) == text
 
@@ -941,7 +941,7 @@ LOSS_DELTA = {"table": "ablations", "where": {"ablation": "smear_off_L0"}, "colu
 ])
 def test_a_claim_s_unit_comes_from_its_table_and_column(metric, unit):
     from inductionlab import experiments
-    from inductionlab.report.claim_words import claim_unit
+    from inductionlab.claims.words import claim_unit
 
     experiments.available()  # an experiment's tables are declared when it is loaded
 
@@ -976,7 +976,7 @@ def test_a_claim_with_an_unknown_unit_is_refused(tmp_path):
 def test_every_claim_of_the_write_up_has_a_unit_or_none_on_purpose():
     """The claims of claims.yaml whose quantity is a loss read in nats, an offset-profile
     effect in logits, an attention score as a share of attention."""
-    from inductionlab.report.claim_words import claim_unit
+    from inductionlab.claims.words import claim_unit
 
     units = {c["id"]: claim_unit(c) for c in load_claims(ROOT / "workflow" / "claims.yaml")}
     assert units["two_layer.k_composition_matters_for_loss"] == "nats"
@@ -992,7 +992,7 @@ def test_content_thresholds_follow_the_role_rule_of_the_config():
     another value changes each of them, and only them."""
     from pathlib import Path
 
-    from inductionlab.report.claim_rules import load_claims, with_rule_thresholds
+    from inductionlab.claims.rules import load_claims, with_rule_thresholds
 
     claims = load_claims(Path(__file__).resolve().parents[1] / "workflow" / "claims.yaml")
 

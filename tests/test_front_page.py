@@ -1,8 +1,8 @@
 """Page 1: the tally in words that agree in number, the mechanism from the tables."""
 import pandas as pd
 
-from inductionlab.report.claims import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT,
-                                        TOO_CLOSE_ANY)
+from inductionlab.claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, ROBUST, SEED_DEPENDENT,
+                                          TOO_CLOSE_ANY)
 from inductionlab.report.front_page import copy_offsets, mechanism, tally_words
 
 

@@ -1,9 +1,11 @@
 """The package's layers, read from its import statements (every import, at any depth).
 
 core (the model, the task, training, loading) imports nothing of the other layers;
-analysis (what is measured on a model) imports core and analysis; report (tables,
-claims, figures, templates) may import both; the stages (each command from its input
-files to its output files) may import all three; an experiment (a folder of
+analysis (what is measured on a model) imports core and analysis; formatting (how numbers
+and names are written) imports those two; claims (the verdicts on the write-up's sentences)
+may import the three below it; report (tables, figures, templates) may import all four,
+and never decides a verdict itself; the stages (each command from its input files to its
+output files) may import every layer below them; an experiment (a folder of
 inductionlab/experiments/) may import every layer, and no layer imports an experiment; the config check imports no analysis;
 the analyses write no files; and no module imports itself through others.
 """
@@ -51,10 +53,8 @@ def layer(module: str) -> str:
 
 
 def test_layers_import_only_downwards():
-    allowed = {"core": {"core", "top"}, "analysis": {"core", "analysis", "top"},
-               "report": {"core", "analysis", "report", "top"},
-               "stages": {"core", "analysis", "report", "stages", "top"},
-               "experiments": {"core", "analysis", "report", "stages", "experiments", "top"}}
+    order = ["core", "analysis", "formatting", "claims", "report", "stages", "experiments"]
+    allowed = {name: {*order[: i + 1], "top"} for i, name in enumerate(order)}
     bad = sorted(f"{m} imports {t}" for m, targets in imports().items() if layer(m) in allowed
                  for t in targets if layer(t) not in allowed[layer(m)]
                  and t.rsplit(".", 1)[-1] not in TOP | set(allowed))
@@ -62,7 +62,8 @@ def test_layers_import_only_downwards():
 
 
 def test_the_config_check_imports_no_analysis():
-    assert not {t for t in imports()["inductionlab.config"] if layer(t) in ("analysis", "report")}
+    assert not {t for t in imports()["inductionlab.config"]
+                if layer(t) in ("analysis", "formatting", "claims", "report")}
 
 
 def test_no_import_cycles():

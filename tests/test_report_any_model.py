@@ -9,7 +9,8 @@ import pytest
 
 from test_report_render import manifest  # noqa: F401  (the hand-made manifest fixture)
 
-from inductionlab.report import numbers, plots
+from inductionlab.formatting import numbers
+from inductionlab.report import plots
 from inductionlab.report.algorithm_readings import carrier, part_name, sentence
 from inductionlab.report.content_or_position import _num
 
@@ -104,7 +105,7 @@ def test_a_two_layer_model_names_its_layers_by_number():
 # ------------------------------------------------------------------ page 1: every model, every family
 
 from inductionlab.report import front_page as F  # noqa: E402
-from inductionlab.report.claims import WRITE_UP_TITLE, family_comparison  # noqa: E402
+from inductionlab.claims.verdicts import WRITE_UP_TITLE, family_comparison  # noqa: E402
 
 FAMILIES = {"positional_table": "pos_encoding: standard", "variable_period": "task: variable_period"}
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from helpers import ROOT, SCHEMA
-from inductionlab.report.claims import evaluate_claims, scorecard
+from inductionlab.claims.verdicts import evaluate_claims, scorecard
 from htmlcheck import external_references, squash
 from inductionlab.config import load_config
 from inductionlab.report import tables as T

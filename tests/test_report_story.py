@@ -2,10 +2,10 @@
 import pandas as pd
 import pytest
 
-from inductionlab.report import claims as C
+from inductionlab.claims import verdicts as C
 from inductionlab.report import story as S
 from inductionlab.report import tables as T
-from inductionlab.report.labels import label
+from inductionlab.formatting.labels import label
 
 
 def card_row(claim, holds, measured, seeds=5, **kw):

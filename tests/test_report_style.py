@@ -11,8 +11,8 @@ from figurecheck import legibility_problems
 from inductionlab.analysis.roles import NO_ROLE, ROLE_SCORES, positional_role, role_names
 from inductionlab.report import offset_plots, plots
 from inductionlab.report import tables as T
-from inductionlab.report.labels import (MINUS, ROLE_ABBREVIATIONS, ROLE_LABELS, minus_signs,
-                                        role_label, roles_label, value_label)
+from inductionlab.formatting.labels import (MINUS, ROLE_ABBREVIATIONS, ROLE_LABELS, minus_signs,
+                                            role_label, roles_label, value_label)
 
 
 def _cells(html):

@@ -14,7 +14,7 @@ import yaml
 
 from helpers import ROOT
 from htmlcheck import external_references, squash
-from inductionlab.report.labels import value_label
+from inductionlab.formatting.labels import value_label
 from inductionlab.report.tables import fmt
 from inductionlab.core.loading import load_model
 from inductionlab.core.weights import model_from_weights
@@ -278,7 +278,7 @@ def test_every_table_holds_exactly_the_columns_of_its_format(tiny_run):
     """Each stacked table a stage wrote has every column its format declares, and no
     column the format does not (the formats are what the figures and claims read)."""
     from inductionlab import experiments
-    from inductionlab.report.known_tables import ID_COLUMNS, declared
+    from inductionlab.analysis.known_tables import ID_COLUMNS, declared
 
     experiments.available()
     checked = []
@@ -297,7 +297,7 @@ def test_every_table_holds_exactly_the_columns_of_its_format(tiny_run):
 
 def test_claims_are_evaluated_for_every_seed(tiny_run):
     from inductionlab import experiments
-    from inductionlab.report.claims import load_claims
+    from inductionlab.claims.verdicts import load_claims
 
     claims = load_claims(ROOT / "workflow" / "claims.yaml",
                          [experiments.available()["positional_shortcut"].claims])

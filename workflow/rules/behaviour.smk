@@ -44,7 +44,7 @@ rule attention_figures:
         "> {log} 2>&1"
 
 
-from inductionlab.report.labels import ROLE_ABBREVIATIONS, ROLE_LABELS
+from inductionlab.formatting.labels import ROLE_ABBREVIATIONS, ROLE_LABELS
 
 FAILURE_ROWS = 4  # the hardest repetition patterns of each model the body shows
 

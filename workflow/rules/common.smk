@@ -14,6 +14,7 @@ from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE, checkpoint_name, 
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
 from inductionlab.report import figure_registry
+from inductionlab.report import figures as _workflow_figures  # declares them
 from inductionlab.stages.settings import settings_document
 
 VARIANTS = list(config["variants"])
@@ -316,7 +317,7 @@ def report_inputs():
 
 def claim_groups():
     """The write-up's algorithms that group the claims (``groups`` in workflow/claims.yaml)."""
-    from inductionlab.report.claim_rules import load_settings
+    from inductionlab.claims.rules import load_settings
 
     return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .labels import ablation_words
+from ..formatting.labels import ablation_words
 from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, plt, wrap
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import write_csv
-from .known_tables import ID_COLUMNS, table_format
+from ..analysis.known_tables import ID_COLUMNS, table_format
 
 STATS = ("n", "mean", "std", "min", "max")
 

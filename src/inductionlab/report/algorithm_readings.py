@@ -24,7 +24,7 @@ import re
 from ..analysis.offset_attribution import (ALL, COMPOSED, DIRECT, EMBEDDING, layer_group,
                                            role_group)
 from ..analysis.roles import ANTI_COPYING, COPYING
-from .numbers import number, percent
+from ..formatting.numbers import number, percent
 
 SHARE = 0.25
 _SHALLOW = (DIRECT, role_group(COPYING), role_group(ANTI_COPYING))

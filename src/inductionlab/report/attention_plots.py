@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..analysis.roles import INDUCTION, NO_ROLE, PREVIOUS_TOKEN, split_roles
-from .labels import ROLE_ABBREVIATIONS
+from ..formatting.labels import ROLE_ABBREVIATIONS
 # plots selects the Agg backend and holds the shared style and size rules
 from .plots import ATTENTION_CMAP, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, number, save, wrap
 

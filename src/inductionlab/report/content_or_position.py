@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..analysis.roles import (INDUCTION, POSITIONAL, ROLES_COLUMN, content_column,
                               control_column, positional_role, split_roles)
-from .numbers import number
+from ..formatting.numbers import number
 
 CONTENT, POSITION, NONE = "content", "position", "none"
 _PERIOD = re.compile(r"^period(\d+)_acc$")

@@ -18,8 +18,10 @@ every variant, first seed). The rule's paths, the command line and the drawing f
 all use these names: nothing depends on the order the inputs are listed in.
 
 This module is light (no plotting library, no torch): the workflow imports it, and the
-modules that declare figures (:mod:`.figures`, an experiment's ``figures.py``), when it
-is parsed; a drawing function imports what it draws with when it runs.
+modules that declare figures (:mod:`.figures`, an experiment's ``figures.py``, imported
+with its package), when it is parsed; a drawing function imports what it draws with when
+it runs. Whoever draws a figure imports the declaring modules first (the ``figure``
+command, the workflow).
 """
 from __future__ import annotations
 
@@ -102,21 +104,12 @@ def scope_of(subject: str) -> str:
 def declared(subject_or_scope: str, name: str) -> Figure:
     """The figure ``name`` of a scope (or of a figure folder's subject); ValueError naming
     the figures of that scope when there is none."""
-    load()
     scope = subject_or_scope if subject_or_scope in SCOPES else scope_of(subject_or_scope)
     if (scope, name) not in FIGURES:
         known = sorted(n for s, n in FIGURES if s == scope)
         raise ValueError(f"unknown figure {name!r} of scope {scope}; known: "
                          f"{', '.join(known) or 'none'}")
     return FIGURES[scope, name]
-
-
-def load() -> None:
-    """Import every module that declares figures: the workflow's and each experiment's."""
-    from .. import experiments
-    from . import figures  # noqa: F401 - importing it declares the workflow's figures
-
-    experiments.available()
 
 
 def named_paths(figure_: Figure, pairs: list[str]) -> dict:

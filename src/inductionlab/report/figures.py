@@ -13,7 +13,7 @@ def _table(path, name: str, *needed: str):
     """The stacked ``name`` table of every model, checked to hold the key columns of its
     format and the columns ``needed`` (each one the format declares)."""
     from ..core.loading import read_table
-    from .known_tables import ID_COLUMNS, known_format
+    from ..analysis.known_tables import ID_COLUMNS, known_format
 
     fmt = known_format(name, "a figure")
     columns = [*ID_COLUMNS, *fmt.keys, *fmt.require(*needed)]

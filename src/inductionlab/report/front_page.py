@@ -17,9 +17,9 @@ import re
 
 import pandas as pd
 
-from .claims import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
-                     TOO_CLOSE_ANY, outcome)
-from .numbers import number
+from ..claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
+                               TOO_CLOSE_ANY, outcome)
+from ..formatting.numbers import number
 
 # outcome -> (singular, plural) verb phrases of the tally
 VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),

@@ -24,7 +24,7 @@ from ..analysis.offset_attribution import (ALL, DIRECT, HEADS, ROLE_PREFIX, comp
 from ..analysis.roles import (ANTI_COPYING, COPY_SEEKING, COPYING, OV_ROLES, ROLE_SCORES,
                               role_names, split_roles)
 from ..core.seeding import first_seed
-from .labels import role_label
+from ..formatting.labels import role_label
 from .plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, plt, wrap
 
 OFFSET_CMAP = "RdBu_r"
@@ -47,7 +47,7 @@ SUPTITLE_IN = 0.3
 
 def role_word(role) -> str:
     """The most telling role of a ``role`` cell (:data:`ROLE_ORDER`) in its display form
-    (:func:`~inductionlab.report.labels.role_label`): an attention role (induction, …)
+    (:func:`~inductionlab.formatting.labels.role_label`): an attention role (induction, …)
     before the OV role (copying, anti-copying); "" when the head has none."""
     roles = split_roles(role)
     for name in ROLE_ORDER:

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 from ..atomic import atomic_path  # noqa: E402
 # every number a figure prints: a format spec, a true minus sign, no signed zero
-from .numbers import number  # noqa: E402,F401
+from ..formatting.numbers import number  # noqa: E402,F401
 
 MAX_WIDTH_IN = 7.0   # the report's text column is 182 mm (7.17 in)
 MAX_HEIGHT_IN = 9.0

@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from ..atomic import atomic_path, write_text
-from .claims import WRITE_UP, WRITE_UP_TITLE
+from ..claims.verdicts import WRITE_UP, WRITE_UP_TITLE
 from ..core.seeding import first_seed
 from . import tables as T
 
@@ -181,7 +181,7 @@ def body_chapters(env, manifest: dict, sections: list[dict], numbers: Numbers,
 
 
 def build_html(manifest: dict) -> str:
-    from .claims import OUTCOME_WORDS
+    from ..claims.verdicts import OUTCOME_WORDS
     from .front_page import copy_offsets, outcome_verb, tally_words
     from .story import highlight_paths, highlight_text, story, tally, worst_failure_modes
 

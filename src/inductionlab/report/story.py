@@ -11,8 +11,8 @@ import pandas as pd
 
 from .tables import decimals, fmt_at, select
 
-from .claims import NOT_MEASURED_ANY as NOT_MEASURED
-from .claims import OUTCOMES, outcome
+from ..claims.verdicts import NOT_MEASURED_ANY as NOT_MEASURED
+from ..claims.verdicts import OUTCOMES, outcome
 
 
 def claim_words(row) -> str:

@@ -1,10 +1,10 @@
 """Turning the result tables into the report's HTML tables.
 
-Every number in a cell follows the report's one number format (:mod:`.numbers`: 3
+Every number in a cell follows the report's one number format (:mod:`inductionlab.formatting.numbers`: 3
 significant digits; a value's companions, its interval or its spread over seeds, at its
 decimals): "−0.233 [−0.377, −0.088]", "0.0110 [0.0060, 0.0160]"; a spread below the last
 digit shown gets one significant digit. Every minus sign is the true minus U+2212
-(:func:`inductionlab.report.labels.minus_signs`), text cells included; NaN is an en dash,
+(:func:`inductionlab.formatting.labels.minus_signs`), text cells included; NaN is an en dash,
 infinity ∞. Only the display changes: the tables keep every digit.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import html
 
 import pandas as pd
 
-from .labels import label, value_label
-from .numbers import companion_places, decimals, fmt, fmt_at
+from ..formatting.labels import label, value_label
+from ..formatting.numbers import companion_places, decimals, fmt, fmt_at
 
 LABELLED_VALUES = {"metric", "kind", "ablation", "roles"}  # cells whose names read in words
 

@@ -65,9 +65,12 @@ def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None)
          out=path("the PNG to write"),
          inputs=paths("the figure's inputs as name=path, each name one the figure declares"))
 def figure(name, subject, out, inputs, models=None):
+    from .. import experiments
+    from ..report import figures  # noqa: F401 - declares the workflow's figures
     from ..report.figure_registry import draw
     from ..report.plots import save
 
+    experiments.available()  # each experiment's package declares its figures
     save(draw(name, subject, [str(p) for p in inputs], [m for m in (models or "").split(",") if m]),
          out)
 
@@ -106,7 +109,7 @@ def aggregate(name, long, summary, inputs, final_step=0, roles=None):
          comparison=optional_path("output: every family's outcome of each claim, side by side"))
 def claims(claims_yaml, claims, scorecard, tables, roles, families=None, comparison=None):
     from ..core.loading import read_json
-    from ..report.claims import run_claims
+    from ..claims.verdicts import run_claims
 
     rule = read_settings(roles, "roles")
     more = read_json(families, "a model families JSON") if families else None

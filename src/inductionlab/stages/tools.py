@@ -80,7 +80,7 @@ def check_config(files, workflow=None, replace_workflow_config=False):
     extras = check_workflow_config(config, workflow_dir, experiments.available())
     # the claims of the workflow and of the experiments switched on: every table and
     # column they read is one a stage writes
-    from ..report.claim_rules import load_claims
+    from ..claims.rules import load_claims
 
     claims = load_claims(workflow_dir / "workflow" / "claims.yaml",
                          experiments.claims_files(extras))

@@ -31,7 +31,7 @@ import math
 import pandas as pd
 
 from ...analysis.phase_change import MAX_SPAN, SAME_TIME_FACTOR
-from ...report.numbers import decimals, fmt_at
+from ...formatting.numbers import decimals, fmt_at
 
 # each question's key, and its words (the ``metric`` of its row in formation_answers.csv)
 QUESTIONS = {

@@ -26,8 +26,8 @@ import pandas as pd
 
 from ..analysis.roles import content_column, role_threshold
 from ..analysis.uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE, interval_columns  # noqa: F401
-from .labels import minus_signs
-from .numbers import COMPARISONS, _minus, format_value
+from ..formatting.labels import minus_signs
+from ..formatting.numbers import COMPARISONS, _minus, format_value
 
 REDUCERS = {"min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
 ROLE = "role"

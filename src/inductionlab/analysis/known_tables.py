@@ -4,8 +4,8 @@ reader finds every format by the table's name. An experiment's tables are declar
 its package is loaded (:func:`inductionlab.experiments.available`)."""
 from __future__ import annotations
 
-from ..analysis import (ablations, attention, behaviour, circuits, dynamics,  # noqa: F401
-                        failure_modes, loss_pca, offset_attribution)
+from . import (ablations, attention, behaviour, circuits, dynamics,  # noqa: F401
+               failure_modes, loss_pca, offset_attribution)
 from ..core import train  # noqa: F401
 from ..core.formats import ID_COLUMNS, TableFormat, declared, table_format  # noqa: F401
 

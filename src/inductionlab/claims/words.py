@@ -1,7 +1,7 @@
 """The claims in words and numbers: the test, the unit of a claim's quantity, a value printed
 to the digits its threshold needs, its interval, the verdict over seeds and the summary line.
 
-Numbers follow the report's one rule for digits (:mod:`.tables`): 3 significant digits,
+Numbers follow the report's one rule for digits (:mod:`inductionlab.formatting.numbers`): 3 significant digits,
 more only where fewer would read the other way against the threshold
 (:func:`format_value`); an interval's bounds at the value's decimals, or at their own 3
 significant digits where those are fewer (:func:`bound_text`); a whole number (a count)
@@ -17,10 +17,10 @@ import math
 
 import pandas as pd
 
-from .claim_metrics import COUNTS, FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE, Estimate
+from .metrics import COUNTS, FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE, Estimate
 from ..core.formats import LOGITS, NATS, SHARE_OF_ATTENTION
-from .known_tables import table_format
-from .numbers import _minus, bound_text, format_value
+from ..analysis.known_tables import table_format
+from ..formatting.numbers import _minus, bound_text, format_value
 
 MARKS = {HOLDS: "✓", FAILS: "✗", TOO_CLOSE: "?", NOT_MEASURED: "–"}
 INFINITY_NOTE = {"ratio": "∞: division by zero", "chance_excess_ratio": "∞: division by zero"}

@@ -1,8 +1,8 @@
 """The write-up's claims, evaluated on every seed (workflow/claims.yaml).
 
 
-A claim is a metric (:mod:`.claim_metrics`), a comparison and a threshold, read from
-claims.yaml (:mod:`.claim_rules`) and shown in words (:mod:`.claim_words`). Here each claim
+A claim is a metric (:mod:`.metrics`), a comparison and a threshold, read from
+claims.yaml (:mod:`.rules`) and shown in words (:mod:`.words`). Here each claim
 is evaluated on every seed and the seeds' verdicts combined into the scorecard, the outcome
 over seeds and the families side by side.
 
@@ -28,15 +28,15 @@ import pandas as pd
 
 from ..analysis.roles import role_threshold
 from ..analysis.uncertainty import mean_interval
-from .claim_metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
-                            NotMeasured, Tables, _optional, _roles, decide, exact, family_claims,
-                            metric_value)
-from .claim_rules import (DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings,
-                          with_rule_thresholds)
-from .claim_words import (INFINITY_NOTE, MARKS, SYMBOLS, _chance_text, _seed_text, claim_unit,
-                          interval_text, summary_line, test_text, verdict_text)
-from .numbers import _minus, format_value
-from .labels import minus_signs
+from .metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
+                      NotMeasured, Tables, _optional, _roles, decide, exact, family_claims,
+                      metric_value)
+from .rules import (DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings,
+                    with_rule_thresholds)
+from .words import (INFINITY_NOTE, MARKS, SYMBOLS, _chance_text, _seed_text, claim_unit,
+                    interval_text, summary_line, test_text, verdict_text)
+from ..formatting.numbers import _minus, format_value
+from ..formatting.labels import minus_signs
 
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
 WRITE_UP_TITLE = "the write-up's models"

@@ -10,9 +10,9 @@ same groups."""
 from __future__ import annotations
 
 from ..analysis.roles import ROLE_RULE
-from .claim_metrics import COMPARISONS, ROLE, ClaimError
-from .claim_words import UNITS
-from .known_tables import ID_COLUMNS, known_format
+from .metrics import COMPARISONS, ROLE, ClaimError
+from .words import UNITS
+from ..analysis.known_tables import ID_COLUMNS, known_format
 
 DEFAULT_AT_CHANCE_WITHIN = 0.05
 
