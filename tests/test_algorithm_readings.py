@@ -1,7 +1,13 @@
 """The algorithm as measured, in words: generated from a known offset profile."""
 import pandas as pd
 
-from inductionlab.report.algorithm_readings import _ranges, algorithm_readings, offset_sets, sentence
+from inductionlab.analysis.readings import algorithm_row, algorithm_table, offset_sets
+from inductionlab.report.algorithm_readings import _ranges, algorithm_readings, sentence
+
+
+def said(profile, fit):
+    """The sentence of a model as the report writes it: from its row of the readings table."""
+    return sentence(pd.Series(algorithm_row(profile, fit)))
 
 
 def _profile(values_by_component, seeds=(0, 1), width=0.05):
@@ -41,7 +47,7 @@ def test_a_smeared_like_profile_reads_copy_5_back_and_suppress_0_to_2():
                         "role:anti_copying": anti})
     sets = offset_sets(profile)
     assert sets == {"copies": [5, 11], "suppresses": [0, 1, 2]}
-    text = sentence(profile, _fit())
+    text = said(profile, _fit())
     assert "copies the letters 5 and 11 back (mostly the copying heads)" in text
     assert "suppresses the letters 0–2 back (mostly the anti-copying heads)" in text
     assert "the profile as a program removes 60 % of its KL" in text
@@ -58,12 +64,12 @@ def test_an_offset_that_one_seed_does_not_support_is_not_read():
 
 def test_no_write_up_algorithm_is_said():
     profile = _profile({"all": [-1.0, 1.0]})
-    text = algorithm_readings(profile, _fit(write_up=False), ["m"])[0]["text"]
+    text = algorithm_readings(algorithm_table(profile, _fit(write_up=False)), ["m"])[0]["text"]
     assert "the write-up gives no algorithm for this architecture" in text
 
 
 def test_one_offset_reads_as_one_letter():
     profile = _profile({"all": [-1.0, 0.0, 1.0], "direct": [-1.0, 0.0, 0.0]})
-    text = sentence(profile, _fit())
+    text = said(profile, _fit())
     assert "suppresses the current letter (mostly the direct path)" in text
     assert "copies the letter 2 back" in text

@@ -2,8 +2,8 @@
 import pandas as pd
 import pytest
 
-from inductionlab.report.content_or_position import (CONTENT, NONE, POSITION, best_heads,
-                                                     content_or_position, sentence)
+from inductionlab.analysis.readings import CONTENT, NONE, POSITION, best_heads, content_or_position
+from inductionlab.report.content_or_position import sentence
 
 CHANCE = 0.127
 

@@ -11,8 +11,14 @@ from test_report_render import manifest  # noqa: F401  (the hand-made manifest f
 
 from inductionlab.formatting import numbers
 from inductionlab.report import plots
-from inductionlab.report.algorithm_readings import carrier, part_name, sentence
+from inductionlab.analysis.readings import algorithm_row, carrier
+from inductionlab.report.algorithm_readings import part_name, sentence as algorithm_sentence
 from inductionlab.report.content_or_position import _num
+
+
+def sentence(profile, fit):
+    """The sentence of a model as the report writes it: from its row of the readings table."""
+    return algorithm_sentence(pd.Series(algorithm_row(profile, fit)))
 
 
 # ------------------------------------------------------------------ numbers
@@ -85,7 +91,7 @@ def test_a_three_layer_model_is_read_by_its_own_layers():
              "L2:embedding": small, "L2:composed": copy}
     total = [sum(v[k] for v in parts.values()) for k in range(T)]
     profile = _profile({"all": total, **parts})
-    assert carrier(profile, [5], 1.0) == "layer 2's heads reading the output of layers 0 and 1"
+    assert part_name(carrier(profile, [5], 1.0)) == "layer 2's heads reading the output of layers 0 and 1"
     text = sentence(profile, _fit(0.4))
     assert "copies the letter 5 back (mostly layer 2's heads reading the output of layers 0 and 1)" in text
     assert "suppresses the current letter (mostly the direct path)" in text
@@ -99,7 +105,7 @@ def test_a_two_layer_model_names_its_layers_by_number():
     copy[5] = 2.0
     profile = _profile({"all": copy, "direct": zero, "L0": zero, "L1:embedding": zero,
                         "L1:composed": copy})
-    assert carrier(profile, [5], 1.0) == "layer 1's heads reading the output of layer 0"
+    assert part_name(carrier(profile, [5], 1.0)) == "layer 1's heads reading the output of layer 0"
 
 
 # ------------------------------------------------------------------ page 1: every model, every family

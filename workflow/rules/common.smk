@@ -322,6 +322,14 @@ def claim_groups():
     return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
 
 
+# What the summary reads of every model, written by the readings rule (report.smk), and
+# the period test's figure of page 1 (none when the config asks for no period test).
+READINGS = {"content_or_position": f"{RESULTS}/tables/content_or_position.csv",
+            "algorithms": f"{RESULTS}/tables/algorithm_readings.csv"}
+PERIOD_FIGURE = ([figure_path("period_test", "models")]
+                 if config["behaviour"]["period_lengths"] else [])
+
+
 def report_manifest_json(wildcards):
     """The report manifest: title, config, the headline table and every registered section."""
     from inductionlab.core.data import TaskConfig, loss_floor
@@ -337,10 +345,9 @@ def report_manifest_json(wildcards):
         "family_comparison": f"{RESULTS}/tables/family_comparison.csv",
         "claim_groups": list(claim_groups().items()),  # a list: the manifest's keys are sorted
         "failure_modes": aggregated_table("failure_modes", summary=True),
-        "content_or_position": {"head_scores": aggregated_table("head_scores"),
-                                "behaviour": aggregated_table("behaviour")},
-        "algorithms": {"profile": aggregated_table("offset_profile"),
-                       "fit": aggregated_table("algorithm_fit")},
+        # what the summary reads of every model (the readings rule), page 1's figure
+        **READINGS,
+        "period_test": PERIOD_FIGURE[0] if PERIOD_FIGURE else None,
         "highlights": REPORT_HIGHLIGHTS,
         "train_log": aggregated_table("train_log"),
         "headline": {

@@ -164,3 +164,20 @@ def attention_side_by_side(inputs, models):
 
     return attention_models_from_files(
         models, [*inputs["attention"], inputs["head_scores"], *inputs["specs"]])
+
+
+@figure("period_test", MODELS, behaviour=table("behaviour"), settings=settings("behaviour"))
+def period_test(inputs, models):
+    """Page 1's figure: the variants, then every other model of the behaviour table."""
+    from ..core.loading import read_json, read_table
+    from .period_plots import period_figure
+
+    behaviour = read_table(inputs["behaviour"], ["variant", "seed", "metric", "value"],
+                           kind="the stacked behaviour table")
+    task = read_json(inputs["settings"], "the stage settings", ["task"])["task"]
+    shown = [*models, *[m for m in behaviour["variant"].unique() if m not in models]]
+    fig = period_figure(behaviour, shown, int(task["block_len"]))
+    if fig is None:
+        raise ValueError(f"{inputs['behaviour']}: has no period-test rows (period<n>_acc); "
+                         "the period test needs behaviour.period_lengths")
+    return fig

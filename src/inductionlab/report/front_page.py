@@ -13,10 +13,10 @@ reading needs. Nothing is typed in: every number comes from a table.
 """
 from __future__ import annotations
 
-import re
 
 import pandas as pd
 
+from ..analysis.readings import PERIOD
 from ..claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
                                TOO_CLOSE_ANY, outcome)
 from ..formatting.numbers import number
@@ -27,7 +27,6 @@ VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
          NOT_REPLICATED: ("does not replicate", "do not replicate"),
          TOO_CLOSE_ANY: ("is too close to call", "are too close to call"),
          NOT_MEASURED_ANY: ("could not be measured", "could not be measured")}
-_PERIOD = re.compile(r"^period(\d+)_acc$")
 
 
 def outcome_verb(outcome_name: str, count: int) -> str:
@@ -86,7 +85,7 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
         else:
             how = "has no head that looks back for the target"
         periods = {int(m.group(1)): reading[k] for k in reading.index
-                   if (m := _PERIOD.match(str(k))) and not pd.isna(reading[k])}
+                   if (m := PERIOD.match(str(k))) and not pd.isna(reading[k])}
         other = [v for k, v in periods.items() if k != block_len]
         if other and block_len in periods:
             low, high = _fmt(min(other)), _fmt(max(other))
@@ -196,72 +195,3 @@ def other_models(models: list[str], claimed: list[str], card: pd.DataFrame,
 def too_close(card: pd.DataFrame) -> list[str]:
     """The claims too close to call, as ids."""
     return [str(c) for c, o in zip(card["claim"], card.apply(outcome, axis=1)) if o == TOO_CLOSE_ANY]
-
-
-def _wrap_name(name: str, width: int = 12) -> str:
-    """A model name broken at underscores into lines of about ``width`` characters."""
-    lines, line = [], ""
-    for part in name.split("_"):
-        word = part if not line else "_" + part
-        if line and len(line) + len(word) > width:
-            lines.append(line + "_")
-            line = part
-        else:
-            line += word
-    return "\n".join(lines + [line])
-
-
-def period_figure(behaviour: pd.DataFrame, models: list[str], block_len: int):
-    """The figure of page 1: per model, accuracy of the period test on the trained block
-    length and on the other lengths (mean over seeds, whiskers min–max over seeds and
-    lengths). A model that looks for a copy solves every length; one that looks at a
-    position solves only the trained one. None without period-test rows."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from .plots import MAX_WIDTH_IN, STYLE
-
-    rows = behaviour[behaviour["metric"].astype(str).str.match(_PERIOD.pattern)]
-    rows = rows.assign(n=rows["metric"].str.extract(_PERIOD.pattern)[0].astype(int))
-    models = [m for m in models if (rows["variant"] == m).any()]
-    if not models:
-        return None
-    with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 2.3), constrained_layout=True)
-        x = np.arange(len(models))
-        for offset, (label, trained, colour) in enumerate(
-                ((f"trained length ({block_len})", True, "#2a5d8f"),
-                 ("other lengths", False, "#d08c2c"))):
-            means, lows, highs = [], [], []
-            for m in models:
-                mine = rows[(rows["variant"] == m) & ((rows["n"] == block_len) == trained)]
-                values = mine["value"].astype(float)
-                means.append(values.mean())
-                lows.append(values.mean() - values.min())
-                highs.append(values.max() - values.mean())
-            ax.bar(x + (offset - 0.5) * 0.38, means, 0.38, yerr=[lows, highs], capsize=2,
-                   color=colour, label=label)
-        ax.set_xticks(x, [_wrap_name(m) for m in models], fontsize=7)
-        ax.set_ylim(0, 1.3)
-        ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-        ax.set_ylabel("accuracy after\nthe first block")
-        ax.set_title("Period test: blocks of the trained length and of other lengths "
-                     "(mean over seeds; whiskers min–max)")
-        ax.legend(loc="upper center", frameon=False, ncols=2)
-    return fig
-
-
-def figure_uri(fig) -> str:
-    """A matplotlib figure as a PNG data URI (closed after)."""
-    import base64
-    import io
-
-    import matplotlib.pyplot as plt
-
-    from .plots import STYLE
-
-    buffer = io.BytesIO()
-    with plt.rc_context(STYLE):
-        fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -255,25 +255,18 @@ def _csv(path) -> pd.DataFrame | None:
 
 
 def summary_inputs(manifest: dict) -> dict[str, pd.DataFrame | None]:
-    """The run-wide tables the summary and page 1 read, each read once (None where the run
-    has none): head_scores, behaviour (the content-or-position reading, the period test),
-    profile and fit (the offsets stage)."""
-    positions = manifest.get("content_or_position") or {}
-    algorithms = manifest.get("algorithms") or {}
-    return {"head_scores": _csv(positions.get("head_scores")),
-            "behaviour": _csv(positions.get("behaviour")),
-            "profile": _csv(algorithms.get("profile")), "fit": _csv(algorithms.get("fit"))}
+    """The run-wide readings the summary and page 1 show, each read once (None where the
+    run has none): the content-or-position table and the algorithm readings."""
+    return {"positions": _csv(manifest.get("content_or_position")),
+            "algorithms": _csv(manifest.get("algorithms"))}
 
 
 def position_readings(manifest: dict, inputs: dict) -> pd.DataFrame | None:
-    """The content-or-position table (:mod:`.content_or_position`), the write-up's variants
-    first, then every other model in the tables; None without its tables."""
-    from .content_or_position import content_or_position
-
-    if inputs["head_scores"] is None or inputs["behaviour"] is None:
+    """The content-or-position table, the write-up's variants first, then every other
+    model; None without it."""
+    if inputs["positions"] is None:
         return None
-    return T.in_model_order(content_or_position(inputs["head_scores"], inputs["behaviour"]),
-                            manifest["variants"])
+    return T.in_model_order(inputs["positions"], manifest["variants"])
 
 
 def content_readings(manifest: dict, positions: pd.DataFrame | None) -> list[dict]:
@@ -288,11 +281,9 @@ def content_readings(manifest: dict, positions: pd.DataFrame | None) -> list[dic
 
 def run_models(manifest: dict, inputs: dict, card: pd.DataFrame | None) -> list[str]:
     """Every model of the run: the config's variants, then every other model in the
-    run-wide tables (head scores, behaviour, offsets) or the scorecard, in order of
-    appearance."""
+    run-wide readings or the scorecard, in order of appearance."""
     seen = list(manifest["variants"])
-    frames = [inputs.get(k) for k in ("head_scores", "behaviour", "profile")] + [card]
-    for frame in frames:
+    for frame in [inputs.get(k) for k in ("positions", "algorithms")] + [card]:
         if frame is not None and "variant" in frame:
             seen += [str(v) for v in frame["variant"].unique()]
     return list(dict.fromkeys(seen))
@@ -303,19 +294,20 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism; every
     other model with its family, or with no claims; per family the verdicts that change
     on it, in words; the ones too close to call; caveats."""
-    from .algorithm_readings import offset_sets
-    from .front_page import (claims_in_words, copy_offsets, family_changes, figure_uri,
-                             mechanism, model_tallies, other_models, period_figure, too_close)
+    from ..analysis.readings import split_offsets
+    from .front_page import (claims_in_words, copy_offsets, family_changes, mechanism,
+                             model_tallies, other_models, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
     readings = positions.set_index("variant") if positions is not None else None
-    profile, behaviour = inputs["profile"], inputs["behaviour"]
+    algorithms = (inputs["algorithms"].set_index("variant")
+                  if inputs["algorithms"] is not None else None)
     tallies = model_tallies(scorecard, manifest["variants"])
     def reading_of(v: str) -> str:
         reading = readings.loc[v] if readings is not None and v in readings.index else None
-        offsets = (offset_sets(profile[profile["variant"] == v])
-                   if profile is not None and (profile["variant"] == v).any() else None)
+        offsets = ({verb: split_offsets(algorithms.loc[v, verb]) for verb in ("copies", "suppresses")}
+                   if algorithms is not None and v in algorithms.index else None)
         return mechanism(reading, offsets, block_len)
 
     models = [{"variant": v, "n": int((scorecard["variant"] == v).sum()), "tally": tallies[v],
@@ -341,13 +333,9 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
         "tuned; an interval that contains its threshold is too close to call."]
     roles = dict(zip(scorecard["claim"].astype(str), scorecard["variant"].astype(str)))
     close = [{"role": roles.get(c, ""), "claim": c} for c in too_close(scorecard)]
-    figure = None
-    if behaviour is not None:
-        shown = [*manifest["variants"],
-                 *[m for m in behaviour["variant"].unique() if m not in manifest["variants"]]]
-        fig = period_figure(behaviour, shown, block_len)
-        figure = figure_uri(fig) if fig is not None else None
-    return {"figure": figure, "models": models, "others": others, "families": changes,
+    figure = manifest.get("period_test")
+    return {"figure": data_uri(figure) if figure and Path(figure).is_file() else None,
+            "models": models, "others": others, "families": changes,
             "roles": [m["variant"] for m in models],
             "too_close": close,
             "too_close_groups": claims_in_words(close, scorecard, manifest["variants"]),
@@ -359,9 +347,9 @@ def algorithm_summary(manifest: dict, inputs: dict) -> list[dict]:
     (:mod:`.algorithm_readings`); nothing when the run has no offsets tables."""
     from .algorithm_readings import algorithm_readings
 
-    if inputs["profile"] is None or inputs["fit"] is None:
+    if inputs["algorithms"] is None:
         return []
-    return algorithm_readings(inputs["profile"], inputs["fit"], manifest["variants"])
+    return algorithm_readings(inputs["algorithms"], manifest["variants"])
 
 
 def family_table(manifest: dict, numbers: Numbers) -> dict | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .commands import command, integer, optional_path, path, paths, say, text
+from .commands import command, integer, optional_path, path, paths, say, text, write_tables
 from .settings import read_settings
 
 
@@ -115,6 +115,32 @@ def claims(claims_yaml, claims, scorecard, tables, roles, families=None, compari
     more = read_json(families, "a model families JSON") if families else None
     run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
                comparison_csv=comparison)
+
+
+@command("readings", "what the summary reads of every model: its best head's content or "
+         "position reading beside the period test, and its algorithm as measured",
+         head_scores=path("the stacked head_scores table"),
+         behaviour=path("the stacked behaviour table (the period test)"),
+         offset_profile=path("the stacked offset_profile table"),
+         algorithm_fit=path("the stacked algorithm_fit table"),
+         content_or_position=path("content_or_position.csv to write"),
+         algorithms=path("algorithm_readings.csv to write"))
+def readings(head_scores, behaviour, offset_profile, algorithm_fit, content_or_position, algorithms):
+    from ..analysis import readings as R
+    from ..core.loading import read_table
+
+    scores = read_table(head_scores, ["variant", "seed", "layer", "head", "induction"],
+                        kind="the stacked head_scores table")
+    period = read_table(behaviour, ["variant", "seed", "metric", "value"],
+                        kind="the stacked behaviour table")
+    profile = read_table(offset_profile, ["variant", "seed", "component", "sample", "source",
+                                          "offset", "value", "low", "high"],
+                         kind="the stacked offset_profile table")
+    fit = read_table(algorithm_fit, ["variant", "seed", "program", "sample", "metric", "value"],
+                     kind="the stacked algorithm_fit table")
+    write_tables({"positions": R.content_or_position(scores, period),
+                  "algorithms": R.algorithm_table(profile, fit)},
+                 {"positions": content_or_position, "algorithms": algorithms})
 
 
 def manifest_files(document) -> list[Path]:
