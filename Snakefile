@@ -4,9 +4,11 @@ import os
 import sys
 
 from inductionlab import experiments as experiment_folders
+from inductionlab import stages as stage_folders
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, missing_config_file,
-                                          output_path_problems, rule_file_patterns, shown_path)
+                                          output_path_problems, rule_file_patterns,
+                                          rule_option_problems, shown_path)
 
 # Every config file read first as data only (inductionlab.config.read_yaml): a YAML syntax
 # error, a key given twice (which Snakemake would let replace the first), aliases expanding
@@ -46,6 +48,10 @@ except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
 
 
+# Every stage folder, imported: its commands and figures are declared before any rule file
+# names them.
+STAGE_FOLDERS = stage_folders.available()
+
 # Locally, never more threads at work than the machine has cores (see cap_local_cores).
 cap_local_cores(workflow)
 
@@ -70,12 +76,15 @@ wildcard_constraints:
 
 
 include: "workflow/rules/settings.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/circuits.smk"
-include: "workflow/rules/behaviour.smk"
-include: "workflow/rules/ablations.smk"
-include: "workflow/rules/dynamics.smk"
-include: "workflow/rules/offsets.smk"
+
+
+# The stages: each a folder of src/inductionlab/stages/ (its rules.smk), found by the loader
+# the experiments use; every registered model gets each of them.
+for stage in STAGE_FOLDERS.values():
+
+    include: stage.rules
+
+
 include: "workflow/rules/report.smk"
 
 
@@ -84,6 +93,16 @@ rule all:
     default_target: True
     input:
         published_outputs(),
+
+
+# A rule that passes its paths by their names (command_line in common.smk) names exactly
+# its command's options.
+from inductionlab.stages.registry import COMMANDS, build_parser
+
+build_parser()  # every stage's and experiment's commands, declared
+_unnamed = rule_option_problems(workflow.rules, COMMANDS)
+if _unnamed:
+    sys.exit("inductionlab: " + "\n  ".join(_unnamed))
 
 
 # A directory where a rule writes a file would pass for an up-to-date output.

@@ -5,10 +5,12 @@ import pytest
 import torch
 
 from helpers import snakemake_command, write_tiny_config
-from inductionlab import experiments
-from inductionlab.report import figures  # noqa: F401 - every test sees the declared figures
+from inductionlab import experiments, stages
+from inductionlab.stages import tables  # noqa: F401 - every table's format, for the figures
 
-experiments.available()  # and each experiment's, as the workflow and the figure command do
+# every test sees the declared figures and commands, as the workflow and the figure command do
+stages.available()
+experiments.available()
 
 
 @pytest.fixture(scope="session")

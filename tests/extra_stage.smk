@@ -16,7 +16,7 @@ rule extra_answer:
         from matplotlib.figure import Figure
 
         from inductionlab.atomic import write_csv
-        from inductionlab.report.plots import save
+        from inductionlab.formatting.plots import save
 
         write_csv(output.table, pd.DataFrame({"check": ["extra-stage-answer"], "value": [EXTRA_ANSWER]}))
         fig = Figure(figsize=(2, 1.5))

@@ -1,9 +1,9 @@
 """Checks on drawn figures shared by the figure tests: does a figure read at print size
-(the house style of :mod:`inductionlab.report.plots`)."""
+(the house style of :mod:`inductionlab.formatting.plots`)."""
 import re
 
 from inductionlab.formatting.labels import minus_signs
-from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, STYLE
+from inductionlab.formatting.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, STYLE
 
 
 def _drawn_tick_labels(axis) -> list:

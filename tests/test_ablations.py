@@ -10,8 +10,8 @@ from helpers import SCHEMA, stage_settings, tiny_spec
 from handbuilt import InductionCircuitModel
 from inductionlab.core.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)
-from inductionlab.analysis.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
-from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.stages.ablations.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
+from inductionlab.stages.behaviour.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config
 from inductionlab.core.data import TaskConfig

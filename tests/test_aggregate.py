@@ -135,7 +135,7 @@ def test_table_without_variant_or_seed_is_an_error(heads, drop, named):
 
 
 def test_every_declared_key_set_is_a_list_of_names():
-    from inductionlab.analysis.known_tables import declared
+    from inductionlab.stages.tables import declared
 
     assert {"train_log", "head_scores", "ablations", "phase_change", "offset_profile"} <= set(declared())
     for name, fmt in declared().items():

@@ -1,7 +1,7 @@
 """The algorithm as measured, in words: generated from a known offset profile."""
 import pandas as pd
 
-from inductionlab.analysis.readings import algorithm_row, algorithm_table, offset_sets
+from inductionlab.stages.readings.readings import algorithm_row, algorithm_table, offset_sets
 from inductionlab.report.algorithm_readings import _ranges, algorithm_readings, sentence
 
 

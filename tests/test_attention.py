@@ -4,10 +4,10 @@ import torch
 from handbuilt import (FixedPatternCopyModel, InductionCircuitModel, ShiftCopyModel,
                        every_copy_pattern)
 from helpers import positional_masks, write_up_sources
-from inductionlab.analysis.attention import (ATTENTION_SCORES, attention_mass, attention_score,
+from inductionlab.stages.behaviour.attention import (ATTENTION_SCORES, attention_mass, attention_score,
                                     copying_score, head_score_table, offset_profile,
                                     prefix_match_mask, prefix_matching_masks, uniform_pattern)
-from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.stages.behaviour.behaviour import evaluation_samples
 from inductionlab.core.data import TaskConfig
 from inductionlab.analysis.roles import head_roles, role_threshold
 
@@ -68,7 +68,7 @@ def test_scores_on_uniform_attention():
 
 def test_chance_levels_of_the_task():
     """The chance levels of uniform causal attention for T = 24, from the masks."""
-    from inductionlab.analysis.attention import attention_score
+    from inductionlab.stages.behaviour.attention import attention_score
 
     u = uniform_pattern(24)
     expected = {"previous_token": 0.121, "local": 0.310, "nearest_copy": 0.074, "induction": 0.127,

@@ -9,11 +9,11 @@ import torch
 
 from figurecheck import legibility_problems
 from handbuilt import ShiftCopyModel
-from inductionlab.report import attention_plots as ap
-from inductionlab.report import plots
-from inductionlab.report.figure_registry import write_figure
-from inductionlab.analysis.attention import offset_profile
-from inductionlab.analysis.behaviour import check_prompt, expected_completion, prompt_attention
+from inductionlab.formatting import plots
+from inductionlab.stages.behaviour import attention_plots as ap
+from inductionlab.formatting.figure_registry import write_figure
+from inductionlab.stages.behaviour.attention import offset_profile
+from inductionlab.stages.behaviour.behaviour import check_prompt, expected_completion, prompt_attention
 from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.data import TaskConfig, decode, encode
 from inductionlab.core.model import ModelConfig, build_model

@@ -10,13 +10,13 @@ import torch
 from handbuilt import ShiftCopyModel
 from helpers import stage_settings
 from inductionlab.config import behaviour_settings_problems
-from inductionlab.analysis.behaviour import (behaviour_results, check_prompt, expected_completion,
+from inductionlab.stages.behaviour.behaviour import (behaviour_results, check_prompt, expected_completion,
                                              icl_score, prompt_suite, random_prompt_summary)
-from inductionlab.analysis.failure_modes import (adjacent_repeats, blocks_with_pattern,
+from inductionlab.stages.behaviour.failure_modes import (adjacent_repeats, blocks_with_pattern,
                                                  failure_modes, pattern_of, pattern_probability,
                                                  repetition_patterns)
-from inductionlab.analysis.measures import immediate_repeats, in_prompt
-from inductionlab.analysis.period_test import (period_measures, period_sequences,
+from inductionlab.stages.behaviour.measures import immediate_repeats, in_prompt
+from inductionlab.stages.behaviour.period_test import (period_measures, period_sequences,
                                                shared_prefix_measures, shared_prefix_prompts)
 from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
@@ -320,7 +320,7 @@ def test_bad_period_or_prefix_settings_are_named_before_any_model_runs():
 
 
 def test_the_failure_mode_suite_samples_patterns_when_there_are_too_many_to_list():
-    from inductionlab.analysis.failure_modes import MAX_PATTERNS, bell, pattern_of, suite_patterns
+    from inductionlab.stages.behaviour.failure_modes import MAX_PATTERNS, bell, pattern_of, suite_patterns
 
     assert [bell(n) for n in range(1, 9)] == [1, 2, 5, 15, 52, 203, 877, 4140]
     assert suite_patterns(6, 26, 0) == repetition_patterns(6)  # 203: every one listed

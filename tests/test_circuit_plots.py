@@ -6,9 +6,9 @@ import torch
 
 from figurecheck import legibility_problems
 from handbuilt import ShiftCopyModel
-from inductionlab.report import circuit_plots as cp
-from inductionlab.analysis import circuits
-from inductionlab.report import plots
+from inductionlab.formatting import plots
+from inductionlab.stages.circuits import circuits
+from inductionlab.stages.circuits import plots as cp
 from inductionlab.cli import main
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import load_weights, save_weights

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inductionlab.analysis import circuits as C
-from inductionlab.analysis.eigen import eigenvalues_full
+from inductionlab.stages.circuits import circuits as C
+from inductionlab.stages.circuits.eigen import eigenvalues_full
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import save_weights
 from inductionlab.stages.analyses import write_circuits
@@ -373,12 +373,12 @@ def test_missing_array_is_named(tmp_path):
 
 
 def test_import_does_not_load_torch():
-    code = "import sys, inductionlab.analysis.circuits; assert 'torch' not in sys.modules"
+    code = "import sys, inductionlab.stages.circuits.circuits; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_imaginary_share_tells_a_rotation_from_a_scaling():
-    from inductionlab.analysis.circuits import eigen_positivity, imaginary_share
+    from inductionlab.stages.circuits.circuits import eigen_positivity, imaginary_share
 
     rotation = np.linalg.eigvals(np.array([[0.0, -1.0], [1.0, 0.0]]))  # eigenvalues ±i
     assert imaginary_share(rotation) == pytest.approx(1.0)

@@ -434,7 +434,7 @@ def _offset_rows(variant, seed, layer, profiles):
 
 
 def test_profile_overlap_known_answers():
-    from inductionlab.analysis.attention import offset_profile, uniform_pattern
+    from inductionlab.stages.behaviour.attention import offset_profile, uniform_pattern
 
     T = 24
     uniform = offset_profile(uniform_pattern(T, torch.float64)[0])[0].tolist()  # [T]

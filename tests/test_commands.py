@@ -10,7 +10,9 @@ from inductionlab.cli import main
 from inductionlab.stages.commands import BY_HAND, COMMANDS, Option, command
 from inductionlab.stages.registry import build_parser
 
-RULE_FILES = sorted((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]
+# the workflow's own rule files, every stage's and experiment's, the Snakefile
+RULE_FILES = (sorted((ROOT / "workflow").rglob("*.smk"))
+              + sorted((ROOT / "src" / "inductionlab").rglob("rules.smk")) + [ROOT / "Snakefile"])
 
 
 def shell_lines(path) -> list[str]:
@@ -29,13 +31,44 @@ def shell_lines(path) -> list[str]:
 
 
 def inductionlab_calls() -> list[tuple[str, str]]:
-    return [(path.name, line) for path in RULE_FILES for line in shell_lines(path)
+    return [(str(path.relative_to(ROOT)), line) for path in RULE_FILES for line in shell_lines(path)
             if line.startswith("inductionlab ")]
 
 
+def named_calls() -> list[tuple[str, str]]:
+    """(rule file, command) of every rule whose paths are passed by their names
+    (``command_line(name)``; the Snakefile checks their names against the options)."""
+    return [(str(path.relative_to(ROOT)), m.group(1)) for path in RULE_FILES
+            for m in re.finditer(r'^\s+command_line\("([\w-]+)"', path.read_text(), re.M)]
+
+
 def test_the_rules_call_inductionlab():
-    names = {line.split()[1] for _, line in inductionlab_calls()}
+    names = {line.split()[1] for _, line in inductionlab_calls()} | {n for _, n in named_calls()}
     assert {"train", "behaviour", "ablations", "dynamics", "report", "write-json"} <= names
+    assert all(name in COMMANDS and name not in BY_HAND for _, name in named_calls())
+
+
+def test_a_rule_whose_names_are_not_its_commands_options_is_refused():
+    """The parse-time check of the rules that pass their paths by name."""
+    from types import SimpleNamespace
+
+    from inductionlab.workflow_checks import rule_option_problems
+
+    def rule(name, shell, inputs, outputs):
+        keys = lambda names: SimpleNamespace(keys=lambda: list(names))  # noqa: E731
+        return SimpleNamespace(name=name, shellcmd=shell, input=keys(inputs), output=keys(outputs))
+
+    line = "inductionlab circuits-tables {params.paths} > {log} 2>&1"
+    good = rule("good", line, ["weights"], ["circuits", "composition", "eigenvalues"])
+    assert rule_option_problems([good], COMMANDS) == []
+    bad = rule("bad", line, ["weights", "extra"], ["circuits"])
+    assert rule_option_problems([bad], COMMANDS) == [
+        "rule bad: its input 'extra' is no option of inductionlab circuits-tables (its options: "
+        "circuits, composition, eigenvalues, weights); name it as the option it is passed as",
+        "rule bad: inductionlab circuits-tables needs --composition, which it does not name",
+        "rule bad: inductionlab circuits-tables needs --eigenvalues, which it does not name"]
+    other = rule("other", "inductionlab circuits-tables --weights {input.weights}", ["x"], [])
+    assert rule_option_problems([other], COMMANDS) == []  # a line naming its options itself
 
 
 @pytest.mark.parametrize("where,line", inductionlab_calls())

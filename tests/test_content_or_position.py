@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from inductionlab.analysis.readings import CONTENT, NONE, POSITION, best_heads, content_or_position
+from inductionlab.stages.readings.readings import CONTENT, NONE, POSITION, best_heads, content_or_position
 from inductionlab.report.content_or_position import sentence
 
 CHANCE = 0.127

@@ -150,7 +150,7 @@ def methods_score_table() -> dict[str, tuple[str, str]]:
 
 def test_methods_chance_levels_and_role_thresholds_match_the_code():
     from helpers import write_up_sources
-    from inductionlab.analysis.attention import ATTENTION_SCORES, chance_level, score_masks
+    from inductionlab.stages.behaviour.attention import ATTENTION_SCORES, chance_level, score_masks
     from inductionlab.analysis.roles import ROLE_SCORES, role_threshold
 
     config = default_config()

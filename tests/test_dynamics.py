@@ -7,16 +7,16 @@ from matplotlib import pyplot as plt
 
 from helpers import stage_settings, tiny_spec
 from inductionlab.report.aggregate import aggregate
-from inductionlab.analysis.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
+from inductionlab.stages.dynamics.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
                                    best_induction_heads, decide_formed, induction_layers,
                                    phase_change_table, read_phase_change)
-from inductionlab.analysis.loss_pca import pca, per_token_loss_pca
-from inductionlab.analysis.phase_change import PHASE_CHANGE
-from inductionlab.report.dynamics_plots import (pca_trajectories, phase_change_figure,
+from inductionlab.stages.dynamics.loss_pca import pca, per_token_loss_pca
+from inductionlab.stages.dynamics.phase_change import PHASE_CHANGE
+from inductionlab.stages.dynamics.plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)
-from inductionlab.report.figure_registry import write_figure
-from inductionlab.report.plots import save
+from inductionlab.formatting.figure_registry import write_figure
+from inductionlab.formatting.plots import save
 from inductionlab.core.loading import load_model
 from inductionlab.core.train import checkpoint_steps, train
 from inductionlab.core.weights import save_weights
@@ -305,7 +305,7 @@ def test_one_layer_model_is_the_control():
 
 
 def test_a_model_without_induction_layers_follows_every_layer():
-    from inductionlab.analysis.dynamics import fit_layers
+    from inductionlab.stages.dynamics.dynamics import fit_layers
 
     one = _synthetic(_rising(), n_layers=1, best=(0, 2))
     assert fit_layers(one, induction_layers({"n_layers": 1})) == [0]
@@ -328,7 +328,7 @@ def test_best_induction_heads_follow_the_best_head():
 def _study_tables(tmp_path):
     """Aggregated dynamics and phase_change tables: a 2-layer variant with two seeds
     (one formed an induction head, one did not) and a 1-layer variant."""
-    from inductionlab.analysis.dynamics import best_induction_rows, fit_layers
+    from inductionlab.stages.dynamics.dynamics import best_induction_rows, fit_layers
 
     frames, phases = [], []
     for variant, seed, curve in (("two_layer", 0, _rising()),
@@ -403,8 +403,8 @@ def test_pca_sign_follows_the_loss_level():
 
 
 def test_checkpoints_are_scored_on_a_prefix_of_the_behaviour_sample(staged, tmp_path):
-    from inductionlab.analysis.attention import head_score_table
-    from inductionlab.analysis.behaviour import evaluation_samples
+    from inductionlab.stages.behaviour.attention import head_score_table
+    from inductionlab.stages.behaviour.behaviour import evaluation_samples
 
     root, folder, spec = staged
     settings = tmp_path / "dynamics.json"

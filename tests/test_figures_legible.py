@@ -19,18 +19,23 @@ from matplotlib import pyplot as plt
 from figurecheck import legibility_problems
 from inductionlab.experiments.positional_shortcut import analysis as positional_shortcut
 from inductionlab.experiments.positional_shortcut import plots as shortcut_plots
-from inductionlab.report.figure_registry import declared, write_figure
-from inductionlab.report import (ablation_plots, attention_plots, circuit_plots, dynamics_plots, failure_plots,
-                                 models_plots, plots)
+from inductionlab.formatting.figure_registry import declared, write_figure
+from inductionlab.formatting import plots
+from inductionlab.stages.train import plots as train_plots
+from inductionlab.stages.offsets import plots as offset_plots
+from inductionlab.stages.ablations import plots as ablation_plots
+from inductionlab.stages.behaviour import attention_plots, failure_plots
+from inductionlab.stages.circuits import plots as circuit_plots
+from inductionlab.stages.dynamics import plots as dynamics_plots
 from inductionlab.core.ablation_plan import expand_entries
-from inductionlab.analysis.ablations import ablation_table
-from inductionlab.analysis.behaviour import evaluation_samples
-from inductionlab.analysis.failure_modes import pattern_probability, repetition_patterns
-from inductionlab.analysis.circuits import composition_table, spectra
+from inductionlab.stages.ablations.ablations import ablation_table
+from inductionlab.stages.behaviour.behaviour import evaluation_samples
+from inductionlab.stages.behaviour.failure_modes import pattern_probability, repetition_patterns
+from inductionlab.stages.circuits.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
-from inductionlab.analysis.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table
+from inductionlab.stages.dynamics.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table
 from inductionlab.core.model import ModelConfig, build_model
-from inductionlab.report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, png_size
+from inductionlab.formatting.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, png_size
 from inductionlab.core.train import checkpoint_steps
 from inductionlab.core.weights import model_arrays
 
@@ -186,7 +191,7 @@ def _seed0(frame):
 
 
 FIGURES = {
-    "training_curves": lambda d: dynamics_plots.training_curves(d["log"], "two_layer", 0.843),
+    "training_curves": lambda d: train_plots.training_curves(d["log"], "two_layer", 0.843),
     "spectra_figure": lambda d: circuit_plots.spectra_figure(d["spectra"], "two_layer"),
     "composition_figure": lambda d: circuit_plots.composition_figure(d["composition"], "two_layer", 0),
     "failure_chart": lambda d: failure_plots.failure_chart(d["failures"], "two_layer"),
@@ -246,10 +251,10 @@ def attention_rows():
 
 
 FIGURES.update({
-    "training_models": lambda d: models_plots.training_models(_as_models(d["log"]), MODELS, 0.843),
-    "phase_change_models": lambda d: models_plots.phase_change_models(
+    "training_models": lambda d: train_plots.training_models(_as_models(d["log"]), MODELS, 0.843),
+    "phase_change_models": lambda d: dynamics_plots.phase_change_models(
         _as_models(d["dynamics"]), _as_models(d["phase"]), MODELS),
-    "offsets_models": lambda d: models_plots.offsets_models(offset_profile(), MODELS),
+    "offsets_models": lambda d: offset_plots.offsets_models(offset_profile(), MODELS),
     "attention_models_figure": lambda d: attention_plots.attention_models_figure(attention_rows(), 0),
 })
 
@@ -318,7 +323,7 @@ def test_png_size_reads_the_stored_dpi(tmp_path):
 
 
 def test_training_curves_step_axis_runs_from_step_one_to_the_last(inputs):
-    fig = dynamics_plots.training_curves(inputs["log"], "two_layer", 0.843)
+    fig = train_plots.training_curves(inputs["log"], "two_layer", 0.843)
     for ax in fig.axes:
         assert ax.get_xscale() == "log"
         assert ax.get_xlim() == pytest.approx((1, 10001))
@@ -451,7 +456,7 @@ def test_dynamics_and_positional_figures_write_print_sized_pngs(inputs, tmp_path
 
 
 def test_offsets_models_draws_each_models_mean_over_seeds():
-    fig = models_plots.offsets_models(offset_profile(), MODELS)
+    fig = offset_plots.offsets_models(offset_profile(), MODELS)
     task = fig.axes[0]
     lines = {line.get_label(): line for line in task.get_lines() if line.get_label() in MODELS}
     assert list(lines) == MODELS

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from handbuilt import InductionCircuitModel, ShiftCopyModel
-from inductionlab.analysis.ablations import ablation_table
-from inductionlab.analysis.attention import head_score_table
-from inductionlab.analysis.behaviour import evaluation_samples
-from inductionlab.analysis.circuits import composition_table
+from inductionlab.stages.ablations.ablations import ablation_table
+from inductionlab.stages.behaviour.attention import head_score_table
+from inductionlab.stages.behaviour.behaviour import evaluation_samples
+from inductionlab.stages.circuits.circuits import composition_table
 from inductionlab.core.ablation_plan import expand_entries
 from inductionlab.core.data import TaskConfig, control_sample
 from inductionlab.core.tasks import task_from_dict

@@ -41,7 +41,7 @@ def test_copy_offsets_of_the_task():
 
 
 def test_period_figure_of_page_1():
-    from inductionlab.report.period_plots import _wrap_name, period_figure
+    from inductionlab.stages.behaviour.period_plots import _wrap_name, period_figure
 
     rows = [{"variant": v, "seed": s, "metric": f"period{n}_acc", "value": acc}
             for v, solves in (("copy", True), ("position", False)) for s in (0, 1)

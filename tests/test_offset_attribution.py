@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from inductionlab.analysis.offset_attribution import (
+from inductionlab.stages.offsets.offset_attribution import (
     FIRST_OCCURRENCE, component_groups, copy_sources, first_occurrence_feature, fit_scale,
     matching_algorithms, path_names, path_terms, profile_rows, program_logits, program_scores,
     self_effects, written_program)

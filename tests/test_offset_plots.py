@@ -10,9 +10,9 @@ import pytest
 from matplotlib import pyplot as plt
 
 from figurecheck import legibility_problems
-from inductionlab.report.figure_registry import write_figure
-from inductionlab.report import offset_plots as op
-from inductionlab.report.plots import DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, png_size, save
+from inductionlab.formatting.figure_registry import write_figure
+from inductionlab.stages.offsets import plots as op
+from inductionlab.formatting.plots import DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, png_size, save
 
 T = 24
 PEAK = 5  # the induction head copies the letter 5 back (the next letter's nearest copy)
@@ -245,7 +245,7 @@ def test_path_rows_are_named_by_their_last_heads_roles_from_the_stacked_table():
     """The offsets stage names a path by the roles the stacked head_scores table gives its
     last head (the rule applied once, where head scores are stacked), for its own model and
     seed only; the figure draws those names as they are."""
-    from inductionlab.analysis.offset_attribution import roles_by_head
+    from inductionlab.stages.offsets.offset_attribution import roles_by_head
 
     scores = pd.DataFrame({"variant": ["m", "m", "m", "other"], "seed": [0, 0, 1, 0],
                            "layer": 0, "head": [0, 1, 0, 0],

@@ -1,11 +1,11 @@
-"""Known answers for the logistic phase-change fit (inductionlab.analysis.phase_change)."""
+"""Known answers for the logistic phase-change fit (inductionlab.stages.dynamics.phase_change)."""
 import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from inductionlab.analysis.phase_change import (FLAT, MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH,
+from inductionlab.stages.dynamics.phase_change import (FLAT, MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH,
                                                 TWO_DROPS, LogisticFit, classify_shape,
                                                 fit_logistic, logistic_curve, same_time,
                                                 span_of_width)

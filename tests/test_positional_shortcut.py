@@ -8,7 +8,7 @@ import torch
 
 from helpers import SCHEMA
 from handbuilt import PositionalShiftModel, ShiftCopyModel
-from inductionlab.analysis.behaviour import evaluation_samples
+from inductionlab.stages.behaviour.behaviour import evaluation_samples
 from inductionlab.config import ConfigError, load_config, validate_experiment
 from inductionlab.core.data import TaskConfig, validation_set
 from inductionlab.core.model import ModelConfig, build_model, sinusoidal_table
@@ -17,7 +17,7 @@ from inductionlab.experiments.positional_shortcut.analysis import (
     row_argmax_offsets, shortcut_metrics, shortcut_tables)
 from inductionlab.experiments.positional_shortcut.commands import write_shortcut
 from inductionlab.experiments.positional_shortcut.tables import metric_names
-from inductionlab.report.figure_registry import write_figure
+from inductionlab.formatting.figure_registry import write_figure
 from inductionlab.experiments.positional_shortcut.settings import check_settings
 from inductionlab.core.spec import Spec
 from inductionlab.core.loading import save_model

@@ -10,8 +10,8 @@ import pytest
 from test_report_render import manifest  # noqa: F401  (the hand-made manifest fixture)
 
 from inductionlab.formatting import numbers
-from inductionlab.report import plots
-from inductionlab.analysis.readings import algorithm_row, carrier
+from inductionlab.formatting import plots
+from inductionlab.stages.readings.readings import algorithm_row, carrier
 from inductionlab.report.algorithm_readings import part_name, sentence as algorithm_sentence
 from inductionlab.report.content_or_position import _num
 

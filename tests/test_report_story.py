@@ -109,7 +109,7 @@ def test_labels(name, text):
 def test_a_figure_prints_at_the_size_it_was_drawn_for(tmp_path):
     import matplotlib.pyplot as plt
 
-    from inductionlab.report.plots import STYLE, save
+    from inductionlab.formatting.plots import STYLE, save
     from inductionlab.report.render import figure_item
 
     with plt.rc_context(STYLE):

@@ -9,7 +9,8 @@ from matplotlib import pyplot as plt
 
 from figurecheck import legibility_problems
 from inductionlab.analysis.roles import NO_ROLE, ROLE_SCORES, positional_role, role_names
-from inductionlab.report import offset_plots, plots
+from inductionlab.formatting import plots
+from inductionlab.stages.offsets import plots as offset_plots
 from inductionlab.report import tables as T
 from inductionlab.formatting.labels import (MINUS, ROLE_ABBREVIATIONS, ROLE_LABELS, minus_signs,
                                             role_label, roles_label, value_label)

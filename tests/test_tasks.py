@@ -10,10 +10,10 @@ import yaml
 
 from handbuilt import InductionCircuitModel, ShiftCopyModel
 from helpers import positional_masks, snakemake_command, tiny_spec
-from inductionlab.analysis.attention import (COPY_SCORES, attention_mass, chance_level,
+from inductionlab.stages.behaviour.attention import (COPY_SCORES, attention_mass, chance_level,
                                              head_score_table, score_masks)
-from inductionlab.analysis.behaviour import distinct_letters, evaluation_samples
-from inductionlab.analysis.period_test import period_measures
+from inductionlab.stages.behaviour.behaviour import distinct_letters, evaluation_samples
+from inductionlab.stages.behaviour.period_test import period_measures
 from inductionlab.config import ConfigError, validate_config
 from inductionlab.core.data import TaskConfig, control_sample
 from inductionlab.core.metrics import task_metrics

@@ -278,7 +278,7 @@ def test_every_table_holds_exactly_the_columns_of_its_format(tiny_run):
     """Each stacked table a stage wrote has every column its format declares, and no
     column the format does not (the formats are what the figures and claims read)."""
     from inductionlab import experiments
-    from inductionlab.analysis.known_tables import ID_COLUMNS, declared
+    from inductionlab.stages.tables import ID_COLUMNS, declared
 
     experiments.available()
     checked = []

@@ -279,13 +279,30 @@ def validate_config(config: dict, schema_path: str | Path) -> dict:
     return config
 
 
+def read_schema(schema_path: str | Path) -> dict:
+    """A JSON Schema document. One marked ``stage_sections: true`` (the workflow's) takes the
+    section of every stage folder that has one (``stages/<stage>/schema.yaml``) as its
+    property of the stage's name, and that part's definitions as its own."""
+    schema = load_yaml_text(Path(schema_path).read_text())
+    if not schema.pop("stage_sections", False):
+        return schema
+    from . import stages
+
+    for name, stage in stages.available(load=False).items():
+        if stage.problem is None and stage.schema.is_file():
+            part = load_yaml_text(stage.schema.read_text())
+            schema.setdefault("definitions", {}).update(part.pop("definitions", {}))
+            schema["properties"][name] = part
+    return schema
+
+
 def schema_problems(instance: dict, schema_path: str | Path, prefix: tuple = ()) -> list[str]:
     """Check ``instance`` against a JSON Schema, filling its defaults in place.
 
     One message per problem, naming the key; ``prefix`` is where ``instance`` sits
     in the config (e.g. ``("experiments", "positional_shortcut")``).
     """
-    schema = load_yaml_text(Path(schema_path).read_text())
+    schema = read_schema(schema_path)
     validator_cls = _with_defaults(jsonschema.validators.validator_for(schema))
     errors = sorted(validator_cls(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [_describe(e, prefix) for e in errors]
@@ -468,7 +485,7 @@ def behaviour_settings_problems(settings: dict, task) -> list[str]:
 def included_rule_files(workflow_dir: str | Path, experiments: dict | None = None) -> dict[str, str]:
     """The rule files the workflow includes itself, resolved path -> what it is: every
     ``include: "..."`` of its Snakefile, and each experiment's ``rules.smk`` (``experiments``:
-    name -> :class:`inductionlab.experiments.Experiment`), included when it is switched on."""
+    name -> :class:`inductionlab.folders.Folder`), included when it is switched on."""
     workflow_dir = Path(workflow_dir)
     taken = {}
     try:
@@ -654,7 +671,7 @@ def check_workflow_config(config: dict, workflow_dir: str | Path, experiments: d
 
     The main schema and its cross-field rules; every experiment switched on (a key of
     ``experiments``) against its own schema and check (``experiments``: name ->
-    :class:`inductionlab.experiments.Experiment`, the folders found); then
+    :class:`inductionlab.folders.Folder`, the folders found); then
     ``extra_rules`` resolved to files. Returns the rule files to include: each experiment's
     ``rules.smk``, in the config's order, then the extra rule files. Raises
     :class:`ConfigError`. The Snakefile and ``inductionlab check-config`` both call it.

@@ -66,6 +66,35 @@ def rule_file_patterns(rules) -> list[re.Pattern]:
     return [out.regex() for rule in rules for out in rule.output if not out.is_directory]
 
 
+NAMED_COMMAND = re.compile(r"^inductionlab ([\w-]+) \{params\.paths\}")
+
+
+def rule_option_problems(rules, commands) -> list[str]:
+    """For each of the Snakemake ``rules`` whose shell line is ``command_line(name)`` (its
+    paths passed by their names): a line for every input or output name that is no option
+    of the command, and for every required option it does not give. ``commands``: name ->
+    :class:`inductionlab.stages.commands.Command`."""
+    problems = []
+    for rule in rules:
+        match = NAMED_COMMAND.match(getattr(rule, "shellcmd", None) or "")
+        if not match:
+            continue
+        name = match.group(1)
+        if name not in commands:
+            problems.append(f"rule {rule.name}: runs inductionlab {name}, which is no command")
+            continue
+        options = commands[name].options
+        given = set(rule.input.keys()) | set(rule.output.keys())
+        problems += [f"rule {rule.name}: its {'input' if k in rule.input.keys() else 'output'} "
+                     f"{k!r} is no option of inductionlab {name} (its options: "
+                     f"{', '.join(sorted(options))}); name it as the option it is passed as"
+                     for k in sorted(given - set(options))]
+        missing = {o for o, opt in options.items() if opt.required} - given
+        problems += [f"rule {rule.name}: inductionlab {name} needs --{o.replace('_', '-')}, "
+                     "which it does not name" for o in sorted(missing)]
+    return problems
+
+
 def usable_cores() -> int:
     """CPU cores this process may use: its affinity mask, capped by a cgroup v2 CPU quota."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -13,8 +13,7 @@ import sys
 from inductionlab.core.loading import CHECKPOINTS, MODEL_FILE, checkpoint_name, checkpoint_steps
 from inductionlab.core.seeding import first_seed
 from inductionlab.core.spec import DerivedModel, make_spec
-from inductionlab.report import figure_registry
-from inductionlab.report import figures as _workflow_figures  # declares them
+from inductionlab.formatting import figure_registry
 from inductionlab.stages.settings import settings_document
 
 VARIANTS = list(config["variants"])
@@ -86,19 +85,16 @@ def checkpoint_files(folder=None):
     return [f"{folder or model_folder()}/{name}" for name in CHECKPOINT_FILES]
 
 
-def training_outputs():
-    return (per_model("spec.json") + per_model(MODEL_FILE) + per_model("train_log.csv")
-            + [path for model in MODELS for seed in SEEDS
-               for path in checkpoint_files(model_folder(model, seed))])
+# Every file a stage publishes: each stage's rules.smk registers a function that lists its
+# own (@published), and `all` takes them all (report.smk, published_outputs), so that a
+# deleted one is rebuilt.
+PUBLISHED = []
 
 
-def all_weights():
-    return per_model("weights.npz")
-
-
-def circuit_outputs():
-    return (per_model("circuits.csv") + per_model("composition.csv") + per_model("eigenvalues.npz")
-            + seed_figures("figures/circuits"))
+def published(outputs):
+    """Register ``outputs`` (a function of nothing that returns paths) as files a stage publishes."""
+    PUBLISHED.append(outputs)
+    return outputs
 
 
 def seed_figures(name):
@@ -106,25 +102,6 @@ def seed_figures(name):
     "every"; otherwise none beyond the first seed's that the report shows (any other
     folder builds on request: snakemake results/two_layer/seed3/figures/attention)."""
     return per_model(name) if config["report"]["seed_figures"] == "every" else []
-
-
-def behaviour_outputs():
-    files = ["completions.csv", "failure_modes.csv", "attention.npz", "head_scores.csv",
-             "behaviour.csv"]
-    return [path for name in files for path in per_model(name)] + seed_figures("figures/attention")
-
-
-def ablation_outputs():
-    return per_model("ablations.csv") + per_model("ablated_attention.npz")
-
-
-def dynamics_outputs():
-    files = ["dynamics.csv", "per_token_losses.npz", "phase_change.csv"]
-    return [path for name in files for path in per_model(name)] + seed_figures("figures/dynamics") + [
-        aggregated_table("phase_change"),
-        f"{RESULTS}/tables/per_token_loss_pca.csv",
-        f"{RESULTS}/figures/per_token_loss_pca.png",
-    ]
 
 
 def model_spec_json(wildcards):
@@ -186,7 +163,7 @@ def aggregated_table(name, summary=False, models=None):
 
 # ---------------------------------------------------------------- figures
 # Every figure is declared once, with its named inputs, beside the code that draws it
-# (inductionlab.report.figure_registry); the `figure` rule of report.smk draws each to
+# (inductionlab.formatting.figure_registry); the `figure` rule of report.smk draws each to
 # results/figures/<subject>/<name>.png: a model's name, "models" (the variants side by side)
 # or "study". A rule file names a figure it shows with figure_path(name, scope).
 FIGURES_SHOWN = set()  # (scope, name) of every figure some section shows
@@ -228,6 +205,30 @@ def named_inputs(wildcards, input):
     """A job's inputs as the ``name=path`` words of its command line."""
     return " ".join(shlex.quote(f"{name}={path}") for name in input.keys()
                     for path in ([input[name]] if isinstance(input[name], str) else input[name]))
+
+
+# ---------------------------------------------------------------- command lines
+# A rule that runs a command names each path once, as its input or output, under the name
+# of the command's option (input `head_scores` is `--head-scores`): its shell line is
+# command_line(name) and its params `paths=named_paths`. The Snakefile checks, before any
+# job runs, that each such rule's names are its command's options (rule_option_problems).
+
+
+def command_line(name, threads=False):
+    """The shell line of a rule that runs ``inductionlab <name>`` with every named input and
+    output as the option of that name (``threads``: and ``--threads``), logged."""
+    return (f"inductionlab {name} {{params.paths}}" + (" --threads {threads}" if threads else "")
+            + " > {log} 2>&1")
+
+
+def named_paths(wildcards, input, output):
+    """A job's named inputs and outputs as ``--name path ...`` words."""
+    words = []
+    for files in (input, output):
+        for name in files.keys():
+            paths = [files[name]] if isinstance(files[name], str) else list(files[name])
+            words += [f"--{name.replace('_', '-')}", *map(shlex.quote, map(str, paths))]
+    return " ".join(words)
 
 
 def table_path(name, summary=False):
@@ -320,14 +321,6 @@ def claim_groups():
     from inductionlab.claims.rules import load_settings
 
     return load_settings(os.path.join(workflow.basedir, "workflow", "claims.yaml"))["groups"]
-
-
-# What the summary reads of every model, written by the readings rule (report.smk), and
-# the period test's figure of page 1 (none when the config asks for no period test).
-READINGS = {"content_or_position": f"{RESULTS}/tables/content_or_position.csv",
-            "algorithms": f"{RESULTS}/tables/algorithm_readings.csv"}
-PERIOD_FIGURE = ([figure_path("period_test", "models")]
-                 if config["behaviour"]["period_lengths"] else [])
 
 
 def report_manifest_json(wildcards):

@@ -9,7 +9,6 @@ from inductionlab.analysis.roles import RULED_TABLES
 localrules:
     aggregate,
     claims,
-    readings,
     figure,
     model_families,
     report_manifest,
@@ -39,24 +38,6 @@ rule aggregate:
         "--summary {output.summary} --inputs {input.tables} {params.checks} > {log} 2>&1"
 
 
-rule readings:
-    input:
-        head_scores=aggregated_table("head_scores"),
-        behaviour=aggregated_table("behaviour"),
-        offset_profile=aggregated_table("offset_profile"),
-        algorithm_fit=aggregated_table("algorithm_fit"),
-    output:
-        content_or_position=READINGS["content_or_position"],
-        algorithms=READINGS["algorithms"],
-    log:
-        "logs/readings.log",
-    benchmark:
-        "results/benchmarks/readings.tsv"
-    shell:
-        "inductionlab readings --head-scores {input.head_scores} --behaviour {input.behaviour} "
-        "--offset-profile {input.offset_profile} --algorithm-fit {input.algorithm_fit} "
-        "--content-or-position {output.content_or_position} --algorithms {output.algorithms} "
-        "> {log} 2>&1"
 
 
 rule model_families:
@@ -154,9 +135,9 @@ def published_outputs():
     is rebuilt (with what depends on it) by the next run."""
     tables = [table_path(t, summary) for t in AGGREGATED_TABLES for summary in (False, True)]
     tables += [path for t in AGGREGATED_TABLES for path in aggregated_inputs(t)]  # per model
-    study = [*rules.claims.output, *rules.readings.output, *rules.model_families.output,
-             *rules.report_manifest.output, *rules.report.output, *PERIOD_FIGURE]
+    study = [*rules.claims.output, *rules.model_families.output, *rules.report_manifest.output,
+             *rules.report.output]
     settings = [settings_file(stage) for stage in sorted(SETTINGS_READ)]
     return sorted(set(
-        training_outputs() + all_weights() + circuit_outputs() + behaviour_outputs()
-        + ablation_outputs() + dynamics_outputs() + tables + study + settings + report_inputs()))
+        [path for outputs in PUBLISHED for path in outputs()] + tables + study + settings
+        + report_inputs()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..analysis.roles import ROLE_RULE
 from .metrics import COMPARISONS, ROLE, ClaimError
 from .words import UNITS
-from ..analysis.known_tables import ID_COLUMNS, known_format
+from ..stages.tables import ID_COLUMNS, known_format
 
 DEFAULT_AT_CHANCE_WITHIN = 0.05
 

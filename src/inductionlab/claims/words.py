@@ -19,7 +19,7 @@ import pandas as pd
 
 from .metrics import COUNTS, FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE, Estimate
 from ..core.formats import LOGITS, NATS, SHARE_OF_ATTENTION
-from ..analysis.known_tables import table_format
+from ..stages.tables import table_format
 from ..formatting.numbers import _minus, bound_text, format_value
 
 MARKS = {HOLDS: "✓", FAILS: "✗", TOO_CLOSE: "?", NOT_MEASURED: "–"}

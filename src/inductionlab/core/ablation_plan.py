@@ -2,7 +2,7 @@
 
 A pure function of the entry and the model config (:func:`expand_entry`), with the
 checks a config and a model must pass (:func:`config_problems`, :func:`check_fits`).
-Nothing here runs a model; :mod:`inductionlab.analysis.ablations` measures the plan.
+Nothing here runs a model; :mod:`inductionlab.stages.ablations.ablations` measures the plan.
 """
 from __future__ import annotations
 

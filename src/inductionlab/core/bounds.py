@@ -77,7 +77,7 @@ def analysis_bytes(variant: dict, task: dict, n_sequences: int) -> int:
 
 def pca_bytes(n_vectors: int, eval_size: int, seq_len: int) -> int:
     """Peak memory of the one PCA of every checkpoint's per-token losses
-    (analysis/loss_pca.py): ``n_vectors`` (models x seeds x checkpoints) rows of
+    (stages/dynamics/loss_pca.py): ``n_vectors`` (models x seeds x checkpoints) rows of
     ``eval_size`` x (seq_len - 1) losses, in float64, four copies at once (the blocks read,
     the matrix, its centred copy, the SVD's factors)."""
     return BASE + int(SLACK * 8 * 4 * n_vectors * eval_size * (seq_len - 1))

@@ -7,7 +7,7 @@ Arrays (float32):
     smear_alpha_{l} [H, T-1] or [H, 1]   raw smear logits of layer l (sigmoid gives the weight)
 plus ``meta``: a JSON string with variant, seed, model config and the full spec.
 
-:mod:`inductionlab.analysis.circuits` reads these arrays with numpy only.
+:mod:`inductionlab.stages.circuits.circuits` reads these arrays with numpy only.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import write_csv
-from ..analysis.known_tables import ID_COLUMNS, table_format
+from ..stages.tables import ID_COLUMNS, table_format
 
 STATS = ("n", "mean", "std", "min", "max")
 
@@ -135,7 +135,7 @@ def refuse_repeated_models(inputs, frames) -> None:
 
 def _role_rule():
     """Table name -> how the head-role rule is applied to its stacked rows."""
-    from ..analysis.dynamics import decide_formed
+    from ..stages.dynamics.dynamics import decide_formed
     from ..analysis.roles import RULED_TABLES, with_roles
 
     applied = {"head_scores": with_roles, "phase_change": decide_formed}

@@ -1,13 +1,13 @@
 """The algorithm each model learned, in words, from its row of the algorithm_readings
-table (:mod:`inductionlab.analysis.readings` computes it from the offsets stage's tables):
+table (:mod:`inductionlab.stages.readings.readings` computes it from the offsets stage's tables):
 what the whole model copies and suppresses, the part of the model that carries each, and
 how much of it the profile and the write-up's algorithm explain as programs."""
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.offset_attribution import COMPOSED, DIRECT, EMBEDDING, role_group
-from ..analysis.readings import LAYER_PART, split_offsets
+from ..stages.offsets.offset_attribution import COMPOSED, DIRECT, EMBEDDING, role_group
+from ..stages.readings.readings import LAYER_PART, split_offsets
 from ..analysis.roles import ANTI_COPYING, COPYING
 from ..formatting.numbers import number, percent
 

@@ -1,10 +1,10 @@
 """The content-or-position reading of a model in words, from its row of the
-content_or_position table (:mod:`inductionlab.analysis.readings` computes it)."""
+content_or_position table (:mod:`inductionlab.stages.readings.readings` computes it)."""
 from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.readings import CONTENT, NONE, PERIOD, POSITION
+from ..stages.readings.readings import CONTENT, NONE, PERIOD, POSITION
 from ..analysis.roles import POSITIONAL
 from ..formatting.numbers import number
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..analysis.readings import PERIOD
+from ..stages.readings.readings import PERIOD
 from ..claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
                                TOO_CLOSE_ANY, outcome)
 from ..formatting.numbers import number

@@ -32,7 +32,7 @@ def figure_item(fig: dict, number: int) -> dict:
     """A figure spec ready to show: its number, the PNG as a data URI and its width in
     inches from the dpi stored in the PNG, so that it prints at the size it was drawn
     for (its fonts at their point sizes)."""
-    from .plots import png_size
+    from ..formatting.plots import png_size
 
     width, _, dpi = png_size(fig["path"])
     return {**fig, "number": number, "uri": data_uri(fig["path"]),
@@ -294,7 +294,7 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     """Page 1 (:mod:`.front_page`): per write-up model its tally and mechanism; every
     other model with its family, or with no claims; per family the verdicts that change
     on it, in words; the ones too close to call; caveats."""
-    from ..analysis.readings import split_offsets
+    from ..stages.readings.readings import split_offsets
     from .front_page import (claims_in_words, copy_offsets, family_changes, mechanism,
                              model_tallies, other_models, too_close)
 

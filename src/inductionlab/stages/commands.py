@@ -148,3 +148,21 @@ def say(message: str) -> None:
     import sys
 
     print(message, file=sys.stderr, flush=True)
+
+
+def write_npz(path, arrays: dict) -> None:
+    """``arrays`` to the archive ``path``, atomically."""
+    import numpy as np
+
+    from ..atomic import atomic_path
+
+    with atomic_path(path, suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)
+
+
+def model_title(path) -> str:
+    """'variant seed N:' from a results/{variant}/seed{N}/... path, else the file name."""
+    parts = Path(path).parts
+    if len(parts) >= 3 and parts[-2].startswith("seed"):
+        return f"{parts[-3]} {parts[-2].replace('seed', 'seed ')}:"
+    return f"{Path(path).name}:"

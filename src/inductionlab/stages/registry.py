@@ -1,17 +1,18 @@
-"""Every command of ``inductionlab``: the stage modules' declarations gathered, and the
-parser built from them."""
+"""Every command of ``inductionlab``: the declarations of every stage folder and of the
+workflow's own machinery gathered, and the parser built from them."""
 from __future__ import annotations
 
 import argparse
 
-from . import analyses, models, reporting, tools  # noqa: F401 - importing one registers its commands
+from . import available, documents, reporting, tools  # noqa: F401 - importing one registers its commands
 from .commands import COMMANDS
 
 
 def build_parser(description: str = "") -> argparse.ArgumentParser:
     from .. import experiments
 
-    experiments.available()  # each experiment's package registers its commands
+    available()  # each stage's package registers its commands
+    experiments.available()  # and each experiment's
     parser = argparse.ArgumentParser(prog="inductionlab", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS.values():

@@ -3,59 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .commands import command, integer, optional_path, path, paths, say, text, write_tables
+from .commands import command, integer, optional_path, path, paths, say, text
 from .settings import read_settings
 
 
-def model_title(path) -> str:
-    """'variant seed N:' from a results/{variant}/seed{N}/... path, else the file name."""
-    parts = Path(path).parts
-    if len(parts) >= 3 and parts[-2].startswith("seed"):
-        return f"{parts[-3]} {parts[-2].replace('seed', 'seed ')}:"
-    return f"{Path(path).name}:"
-
-
-@command("attention-figures", "attention heatmaps of one model from its attention.npz",
-         attention=path("an attention.npz"), out_dir=path("folder for the figures"),
-         title=text("default: the variant and seed of the attention.npz's folder"))
-def attention_figures(attention, out_dir, title=None):
-    from ..atomic import atomic_dir
-    from ..report.attention_plots import write_attention_figures
-
-    with atomic_dir(out_dir) as tmp:
-        write_attention_figures(attention, tmp, title=title or model_title(attention))
-
-
-@command("circuit-figures", "heatmaps of every head's OV and QK circuit (ov.png, qk.png)",
-         weights=path("a weights.npz"), out_dir=path("folder for ov.png and qk.png"),
-         title=text("default: the variant and seed in weights.npz"))
-def circuit_figures(weights, out_dir, title=None):
-    from ..atomic import atomic_dir
-    from ..report.circuit_plots import write_circuit_figures
-
-    with atomic_dir(out_dir) as tmp:
-        write_circuit_figures(weights, tmp, title=title)
-
-
-@command("dynamics-figures", "loss, head-score and per-position figures of one model over training",
-         dynamics=path("a dynamics.csv"),
-         phase_change=path("the stacked phase_change table (results/tables/phase_change.csv), "
-                           "where the head-role rule decided whether induction formed"),
-         out_dir=path("folder for the figures"),
-         settings=optional_path("dynamics settings JSON (for the task)"),
-         title=text("default: the variant and seed of the dynamics.csv's folder"))
-def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None):
-    from ..atomic import atomic_dir
-    from ..core.loading import read_json
-    from ..report.dynamics_plots import write_dynamics_figures
-
-    task = read_json(settings, "the dynamics settings").get("task") if settings else None
-    with atomic_dir(out_dir) as tmp:
-        write_dynamics_figures(dynamics, phase_change, tmp, title=title or model_title(dynamics),
-                               task=task)
-
-
-@command("figure", "a figure declared in inductionlab.report.figure_registry: of a model "
+@command("figure", "a figure declared in inductionlab.formatting.figure_registry: of a model "
          "across its seeds, of the variants side by side, or of a study",
          name=text("the figure's name", required=True),
          subject=text("a model's name, models (the variants side by side) or study",
@@ -66,11 +18,12 @@ def dynamics_figures(dynamics, phase_change, out_dir, settings=None, title=None)
          inputs=paths("the figure's inputs as name=path, each name one the figure declares"))
 def figure(name, subject, out, inputs, models=None):
     from .. import experiments
-    from ..report import figures  # noqa: F401 - declares the workflow's figures
-    from ..report.figure_registry import draw
-    from ..report.plots import save
+    from ..formatting.figure_registry import draw
+    from ..formatting.plots import save
+    from . import available, tables  # noqa: F401 - every table's format, for the figures
 
-    experiments.available()  # each experiment's package declares its figures
+    available()  # each stage's package declares its figures
+    experiments.available()  # and each experiment's
     save(draw(name, subject, [str(p) for p in inputs], [m for m in (models or "").split(",") if m]),
          out)
 
@@ -115,32 +68,6 @@ def claims(claims_yaml, claims, scorecard, tables, roles, families=None, compari
     more = read_json(families, "a model families JSON") if families else None
     run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
                comparison_csv=comparison)
-
-
-@command("readings", "what the summary reads of every model: its best head's content or "
-         "position reading beside the period test, and its algorithm as measured",
-         head_scores=path("the stacked head_scores table"),
-         behaviour=path("the stacked behaviour table (the period test)"),
-         offset_profile=path("the stacked offset_profile table"),
-         algorithm_fit=path("the stacked algorithm_fit table"),
-         content_or_position=path("content_or_position.csv to write"),
-         algorithms=path("algorithm_readings.csv to write"))
-def readings(head_scores, behaviour, offset_profile, algorithm_fit, content_or_position, algorithms):
-    from ..analysis import readings as R
-    from ..core.loading import read_table
-
-    scores = read_table(head_scores, ["variant", "seed", "layer", "head", "induction"],
-                        kind="the stacked head_scores table")
-    period = read_table(behaviour, ["variant", "seed", "metric", "value"],
-                        kind="the stacked behaviour table")
-    profile = read_table(offset_profile, ["variant", "seed", "component", "sample", "source",
-                                          "offset", "value", "low", "high"],
-                         kind="the stacked offset_profile table")
-    fit = read_table(algorithm_fit, ["variant", "seed", "program", "sample", "metric", "value"],
-                     kind="the stacked algorithm_fit table")
-    write_tables({"positions": R.content_or_position(scores, period),
-                  "algorithms": R.algorithm_table(profile, fit)},
-                 {"positions": content_or_position, "algorithms": algorithms})
 
 
 def manifest_files(document) -> list[Path]:

@@ -16,7 +16,7 @@ def project_dir() -> Path:
          model=Option("a model.pt", positional=True),
          prompts=Option("letters, e.g. ABCDEFABCDEF", type=str, many=True, positional=True))
 def complete(model, prompts):
-    from ..analysis.behaviour import expected_completion
+    from .behaviour.behaviour import expected_completion
     from ..core.decoding import greedy_complete
     from ..core.data import check_prompt, decode
     from ..core.loading import load_model
@@ -42,7 +42,7 @@ def complete(model, prompts):
 @command("circuits", "print the OV / direct-path / composition table of one model",
          weights=Option("a weights.npz", positional=True))
 def circuits(weights):
-    from ..analysis.circuits import format_circuits_report
+    from .circuits.circuits import format_circuits_report
     from ..core.weights import load_weights
 
     print(format_circuits_report(*load_weights(weights)), end="")

@@ -39,9 +39,9 @@ import math
 
 import pandas as pd
 
-from ...analysis.behaviour import FLOOR_PREFIX, WRITE_UP_PREFIX
-from ...analysis.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
-from ...analysis.phase_change import PHASE_CHANGE
+from ...stages.behaviour.behaviour import FLOOR_PREFIX, WRITE_UP_PREFIX
+from ...stages.dynamics.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
+from ...stages.dynamics.phase_change import PHASE_CHANGE
 from ...analysis.roles import INDUCTION, PREVIOUS_TOKEN, ROLES_COLUMN, positional_role, split_roles
 
 NAN = math.nan

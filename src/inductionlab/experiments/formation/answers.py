@@ -20,7 +20,7 @@ docs/methods.md; none is tuned here):
   peaked test is position, a flat one near chance solves nothing;
 - ``abrupt``: does the content part change in a phase change (seeds whose fit is one)?
 - ``same_time``: do the loss and the content part change at the same time (midpoint gap
-  at most ln of :data:`~inductionlab.analysis.phase_change.SAME_TIME_FACTOR`, as the
+  at most ln of :data:`~inductionlab.stages.dynamics.phase_change.SAME_TIME_FACTOR`, as the
   dynamics read it, here on each seed's gap without its interval)?
 Each answer counts seeds; "in k of n seeds" where they differ.
 """
@@ -30,7 +30,7 @@ import math
 
 import pandas as pd
 
-from ...analysis.phase_change import MAX_SPAN, SAME_TIME_FACTOR
+from ...stages.dynamics.phase_change import MAX_SPAN, SAME_TIME_FACTOR
 from ...formatting.numbers import decimals, fmt_at
 
 # each question's key, and its words (the ``metric`` of its row in formation_answers.csv)

@@ -8,7 +8,7 @@
 # head formed, whether K-composition builds it, whether it generalises, and when it
 # formed (formation.csv). Settings: config["experiments"]["formation"] (schema.yaml);
 # words: prose.yaml.
-from inductionlab.analysis.phase_change import MAX_SPAN as FM_MAX_SPAN, MIN_R2 as FM_MIN_R2
+from inductionlab.stages.dynamics.phase_change import MAX_SPAN as FM_MAX_SPAN, MIN_R2 as FM_MIN_R2
 from inductionlab.experiments.formation.answers import (HALF as FM_HALF, QUESTIONS as FM_QUESTIONS,
                                                         SAME_TIME as FM_SAME_TIME,
                                                         SAME_TIME_FACTOR as FM_SAME_TIME_FACTOR)
@@ -37,6 +37,8 @@ rule formation_table:
         table=model_file("formation.csv"),
     wildcard_constraints:
         model="|".join(FM_SIDE_BY_SIDE),
+    params:
+        paths=named_paths,
     log:
         "logs/formation/{model}/seed{seed}.log",
     benchmark:
@@ -46,10 +48,7 @@ rule formation_table:
         mem_mb=1000,
         runtime=5,
     shell:
-        "inductionlab formation --head-scores {input.head_scores} "
-        "--composition {input.composition} --ablations {input.ablations} "
-        "--behaviour {input.behaviour} --phase-change {input.phase_change} "
-        "--settings {input.settings} --table {output.table} > {log} 2>&1"
+        command_line("formation")
 
 
 FM_ANSWERS = f"{RESULTS}/tables/formation_answers.csv"

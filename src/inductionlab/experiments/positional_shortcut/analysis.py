@@ -19,7 +19,7 @@ The copy offset is ``k = block_len − 1`` (5 on the default task): token i + 1 
 token i − k once a block has passed. Every earlier copy of the target (k, k + block_len,
 ... back) holds the same letter, so a head can also spread its attention over all of
 them. The attention measures are the pipeline's own head scores
-(:mod:`inductionlab.analysis.attention`): ``nearest_copy`` (mean A[i, i − k]) and ``induction``
+(:mod:`inductionlab.stages.behaviour.attention`): ``nearest_copy`` (mean A[i, i − k]) and ``induction``
 (every earlier copy), each beside its chance level.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...analysis.attention import attention_score, offset_profile
-from ...analysis.behaviour import evaluation_samples, prompt_suite, random_prompt_summary
+from ...stages.behaviour.attention import attention_score, offset_profile
+from ...stages.behaviour.behaviour import evaluation_samples, prompt_suite, random_prompt_summary
 from ...core.data import TaskConfig, validation_set
 from ...core.metrics import evaluate
 from .tables import COMPLETIONS, METRICS, OFFSETS, POSITIONS, copy_offset

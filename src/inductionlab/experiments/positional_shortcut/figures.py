@@ -1,9 +1,9 @@
 """The positional-shortcut experiment's figures, each declared with its named inputs
-(:mod:`inductionlab.report.figure_registry`) and drawn by the workflow's ``figure`` rule to
+(:mod:`inductionlab.formatting.figure_registry`) and drawn by the workflow's ``figure`` rule to
 results/figures/study/; :mod:`.plots` draws them, imported only then."""
 from __future__ import annotations
 
-from ...report.figure_registry import STUDY, figure, settings, table
+from ...formatting.figure_registry import STUDY, figure, settings, table
 from .tables import OFFSETS, POSITIONS
 
 # one figure per table, named as the table it draws

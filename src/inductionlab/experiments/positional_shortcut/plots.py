@@ -21,7 +21,7 @@ def offsets_figure(offsets: pd.DataFrame, task: TaskConfig):
     the offsets of the target's copies (block_len − 1 back, then every block_len) are marked."""
     import matplotlib.pyplot as plt
 
-    from ...report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
+    from ...formatting.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, SMALL_PT, STYLE, wrap
 
     variants = list(dict.fromkeys(offsets["variant"]))
     T = int(offsets["offset"].max()) + 1
@@ -64,7 +64,7 @@ def positions_figure(positions: pd.DataFrame, seed: int, offset: int):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from ...report.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
+    from ...formatting.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE, wrap
 
     part = positions[positions["seed"] == seed]
     variants = list(dict.fromkeys(part["variant"]))

@@ -8,7 +8,7 @@
 # (claims.yaml) is evaluated with the workflow's. Everything of the experiment is in this
 # folder: settings config["experiments"]["positional_shortcut"] (keys and defaults:
 # schema.yaml), words prose.yaml, the tables, analysis, figures and command its rules
-# run. No `conda:` directive, for the reason in workflow/rules/train.smk.
+# run. No `conda:` directive, for the reason in the train stage's rules.smk.
 from inductionlab.core.data import TaskConfig
 from inductionlab.experiments.positional_shortcut.figures import OFFSETS_FIGURE, POSITIONS_FIGURE
 from inductionlab.experiments.positional_shortcut.tables import metric_names
@@ -39,6 +39,8 @@ rule positional_shortcut_analysis:
         positions=model_file("positional_shortcut_positions.csv"),
     wildcard_constraints:
         model="|".join(PS_MODELS),
+    params:
+        paths=named_paths,
     log:
         "logs/positional_shortcut/analysis/{model}/seed{seed}.log",
     benchmark:
@@ -48,10 +50,7 @@ rule positional_shortcut_analysis:
         mem_mb=2000,
         runtime=15,
     shell:
-        "inductionlab positional-shortcut --model {input.model} --settings {input.settings} "
-        "--metrics {output.metrics} --offsets {output.offsets} "
-        "--completions {output.completions} --positions {output.positions} "
-        "--threads {threads} > {log} 2>&1"
+        command_line("positional-shortcut", threads=True)
 
 
 # its two figures, declared with their inputs in figures.py, drawn by the figure rule

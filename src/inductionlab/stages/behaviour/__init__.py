@@ -1,0 +1,2 @@
+"""The behaviour stage: importing it registers its commands and declares its figures."""
+from . import commands, figures  # noqa: F401

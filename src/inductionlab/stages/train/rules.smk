@@ -1,0 +1,135 @@
+# Training: one job per (model, seed), then the named weight arrays.
+#
+# `snakemake --lint` asks for a `conda:` directive on every rule. The rules run the
+# `inductionlab` console script of the environment the workflow itself runs in
+# (installed with pip or from environment.yml); a per-rule conda environment
+# would have to install this package from the source tree, which --use-conda
+# does not see. So there is none, on purpose.
+
+
+localrules:
+    model_spec,
+
+
+rule model_spec:
+    output:
+        spec=model_file("spec.json"),
+    params:
+        spec=model_spec_json,
+    log:
+        "logs/model_spec/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/model_spec/{model}/seed{seed}.tsv"
+    shell:
+        "inductionlab write-spec --out {output.spec:q} --document {params.spec:q} "
+        "> {log} 2>&1"
+
+
+def train_resources(n_seeds=1):
+    """Cluster requests of one training job (a GPU when the device is CUDA)."""
+    res = {"mem_mb": config["train"]["mem_mb"] * n_seeds,
+           "runtime": config["train"]["runtime_min"] * n_seeds}
+    if config["device"] == "cuda":
+        res["gpu"] = 1
+    return res
+
+
+SEEDS_PER_JOB = config["train"]["seeds_per_job"]
+
+if SEEDS_PER_JOB == 1:
+
+    rule train:
+        input:
+            spec=model_file("spec.json"),
+        output:
+            model=model_file(MODEL_FILE),
+            log_csv=model_file("train_log.csv"),
+            checkpoints=checkpoint_files(),
+        params:
+            out_dir=lambda wildcards, output: os.path.dirname(output.model),
+        log:
+            "logs/train/{model}/seed{seed}.log",
+        benchmark:
+            "results/benchmarks/train/{model}/seed{seed}.tsv"
+        threads: config["train"]["threads"]
+        resources:
+            **train_resources(),
+        shell:
+            "inductionlab train --spec {input.spec} --out-dir {params.out_dir} --threads {threads} "
+            "> {log} 2>&1"
+
+else:
+    # Seeds of a model in groups of `seeds_per_job`, each group one stacked model in
+    # one job: one rule per (model, group), since a rule's outputs share its wildcards.
+    for _variant in MODELS:
+        for _group in [SEEDS[i : i + SEEDS_PER_JOB] for i in range(0, len(SEEDS), SEEDS_PER_JOB)]:
+            _files = lambda name, v=_variant, g=_group: [
+                f"{RESULTS}/{v}/seed{s}/{name}" for s in g
+            ]
+            _tag = f"{_variant}/seeds{'-'.join(map(str, _group))}"
+
+            rule:
+                name:
+                    f"train_{_variant}_seeds{'_'.join(map(str, _group))}"
+                input:
+                    specs=_files("spec.json"),
+                output:
+                    models=_files(MODEL_FILE),
+                    log_csvs=_files("train_log.csv"),
+                    checkpoints=[c for s in _group for c in checkpoint_files(model_folder(_variant, s))],
+                log:
+                    f"logs/train/{_tag}.log",
+                benchmark:
+                    f"results/benchmarks/train/{_tag}.tsv"
+                threads: config["train"]["threads"]
+                resources:
+                    **train_resources(len(_group)),
+                shell:
+                    "inductionlab train-stacked --specs {input.specs} --threads {threads} "
+                    "> {log} 2>&1"
+
+
+rule extract_weights:
+    input:
+        model=model_file(MODEL_FILE),
+    output:
+        weights=model_file("weights.npz"),
+    log:
+        "logs/extract_weights/{model}/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/extract_weights/{model}/seed{seed}.tsv"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    shell:
+        "inductionlab extract-weights --model {input.model} --out {output.weights} > {log} 2>&1"
+
+
+TRAIN_WORDS = section_prose("prose.yaml")
+
+report_section(
+    name="training",
+    title=TRAIN_WORDS["training_title"],
+    order=10,
+    text=TRAIN_WORDS["training_text"],
+    figures=[{"path": figure_path("training", "models"), "caption": TRAIN_WORDS["training_models_figure"]},
+             {"path": figure_path("training"), "appendix": True,
+              "caption": TRAIN_WORDS["training_figure1"]}],
+    tables=[{"path": aggregated_table("train_log"),
+             "caption": TRAIN_WORDS["training_table1"], "appendix": True,
+             "where": {"step": config["train"]["steps"]},
+             "columns": ["seed", "val_loss_all", "val_loss_pred", "val_acc_pred", "elapsed_s"]}],
+)
+
+
+@published
+def training_outputs():
+    return (per_model("spec.json") + per_model(MODEL_FILE) + per_model("train_log.csv")
+            + [path for model in MODELS for seed in SEEDS
+               for path in checkpoint_files(model_folder(model, seed))])
+
+
+@published
+def all_weights():
+    return per_model("weights.npz")
