@@ -81,3 +81,11 @@ def positional_masks(name: str, T: int = 24, n: int = 6):
     if name == "first_block":
         return (j >= 1) & (j < n) & (j == (i + 1) % n), torch.arange(T) >= 2 * n
     raise ValueError(name)
+
+
+def phase_change_table(frame, roles: dict, layers, seed: int = 0):
+    """A phase-change table of one model as the stacked table holds it: measured, then the
+    head-role rule ``roles`` applied (as the aggregate step applies it)."""
+    from inductionlab.stages.dynamics.dynamics import decide_formed, measure_phase_change
+
+    return decide_formed(measure_phase_change(frame, layers, seed), roles)

@@ -9,7 +9,7 @@ from inductionlab.stages.circuits import circuits as C
 from inductionlab.stages.circuits.eigen import eigenvalues_full
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.weights import save_weights
-from inductionlab.stages.analyses import write_circuits
+from inductionlab.stages.circuits.commands import write_circuits
 
 from helpers import spec_document
 

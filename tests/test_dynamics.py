@@ -5,12 +5,12 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
-from helpers import stage_settings, tiny_spec
+from helpers import phase_change_table, stage_settings, tiny_spec
 from inductionlab.report.aggregate import aggregate
 from inductionlab.stages.dynamics.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
                                    best_induction_heads, decide_formed, induction_layers,
-                                   phase_change_table, read_phase_change)
+                                   read_phase_change)
 from inductionlab.stages.dynamics.loss_pca import pca, per_token_loss_pca
 from inductionlab.stages.dynamics.phase_change import PHASE_CHANGE
 from inductionlab.stages.dynamics.plots import (pca_trajectories, phase_change_figure,
@@ -20,8 +20,9 @@ from inductionlab.formatting.plots import save
 from inductionlab.core.loading import load_model
 from inductionlab.core.train import checkpoint_steps, train
 from inductionlab.core.weights import save_weights
-from inductionlab.stages.analyses import (write_behaviour, write_circuits, write_dynamics,
-                                          write_per_token_loss_pca)
+from inductionlab.stages.behaviour.commands import write_behaviour
+from inductionlab.stages.circuits.commands import write_circuits
+from inductionlab.stages.dynamics.commands import write_dynamics, write_per_token_loss_pca
 
 DYNAMICS = {"eval_size": 8}
 ROLES = {"times_chance": 2.0, "above_chance": 0.2}

@@ -33,7 +33,8 @@ from inductionlab.stages.behaviour.behaviour import evaluation_samples
 from inductionlab.stages.behaviour.failure_modes import pattern_probability, repetition_patterns
 from inductionlab.stages.circuits.circuits import composition_table, spectra
 from inductionlab.core.data import TaskConfig
-from inductionlab.stages.dynamics.dynamics import best_induction_rows, fit_layers, induction_layers, phase_change_table
+from helpers import phase_change_table
+from inductionlab.stages.dynamics.dynamics import best_induction_rows, fit_layers, induction_layers
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.formatting.plots import MAX_HEIGHT_IN, MAX_WIDTH_IN, MIN_FONT_PT, png_size
 from inductionlab.core.train import checkpoint_steps

@@ -183,20 +183,11 @@ def block_continuation(seq: torch.Tensor, blocks: torch.Tensor, start: int) -> t
     return follows[0], follows[1]
 
 
-def repeat_when_correct(logits: torch.Tensor, tokens: torch.Tensor, start: int) -> tuple[float, int]:
-    """Teacher-forced: at the predictions i >= ``start`` whose correct next letter repeats
-    the current one (token[i + 1] == token[i]), the share where the argmax predicts that
-    repeat, and the number of such predictions. NaN when there are none."""
-    k, n = repeat_when_correct_counts(logits, tokens, start)
-    if n == 0:
-        return float("nan"), 0
-    return float(k) / n, n
-
-
 def repeat_when_correct_counts(logits: torch.Tensor, tokens: torch.Tensor,
                                predictable: torch.Tensor) -> tuple[int, int]:
-    """(k, n) of :func:`repeat_when_correct`: predicted repeats among the n predictable
-    targets that repeat the current letter (``predictable`` bool [B, T - 1] or [T - 1])."""
+    """Teacher-forced, (k, n): of the n predictable targets that repeat the current letter
+    (token[i + 1] == token[i]), the k where the argmax predicts that repeat (``predictable``
+    bool [B, T - 1] or [T - 1])."""
     target, current = tokens[:, 1:], tokens[:, :-1]
     repeat = (target == current) & predictable.expand_as(target)
     predicted = logits[:, :-1].argmax(-1) == current

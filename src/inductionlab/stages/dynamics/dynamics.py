@@ -93,7 +93,6 @@ CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
                    "ov_sum": "ov_sum_positivity", "qk": "qk_positivity"}
 
 
-
 # ------------------------------------------------------------------ checkpoints
 
 
@@ -433,11 +432,6 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
 def undecided(phase: pd.DataFrame) -> pd.Series:
     """The induction rows of ``phase`` whose ``formed`` the role rule has still to decide."""
     return (phase["metric"] == INDUCTION_FIT) & phase["formed"].isna()
-
-
-def phase_change_table(frame: pd.DataFrame, roles: dict, layers, seed: int = 0) -> pd.DataFrame:
-    """:func:`measure_phase_change` with the head-role rule ``roles`` applied (:func:`decide_formed`)."""
-    return decide_formed(measure_phase_change(frame, layers, seed), roles)
 
 
 def _final_score(frame: pd.DataFrame, layer: int, head: int) -> float:
