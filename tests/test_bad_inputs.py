@@ -228,7 +228,7 @@ def test_a_stage_given_another_stages_settings(_run, trained, tmp_path):
     s, model, out = _settings_files(tmp_path), trained / "model" / "model.pt", tmp_path / "out"
     proc = _run("behaviour", "--model", model, "--settings", s["ablations"], "--completions", out / "a",
                 "--failure-modes", out / "b", "--attention", out / "c.npz", "--head-scores", out / "d",
-                "--summary", out / "e")
+                "--behaviour", out / "e")
     _assert_one_clear_line(proc, s["ablations"], "it is not the behaviour settings")
     proc = _run("ablations", "--model", model, "--behaviour-settings", s["behaviour"],
                 "--settings", s["behaviour"], "--table", out / "a", "--attention", out / "b.npz")

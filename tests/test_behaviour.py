@@ -172,7 +172,7 @@ def shift_summary():
     """The behaviour summary of the shift-5 copier."""
     spec = SimpleNamespace(task=TASK, task_name="write_up", name="shift/seed0", variant="shift", seed=0)
     tables, _ = behaviour_results(ShiftCopyModel(shift=5), spec, SETTINGS)
-    return tables["summary"]
+    return tables["behaviour"]
 
 
 def test_every_sampled_value_of_the_summary_has_an_interval(shift_summary):

@@ -28,15 +28,15 @@ import pandas as pd
 
 from ..analysis.roles import role_threshold
 from ..analysis.uncertainty import mean_interval
-from .metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE,
-                      NotMeasured, Tables, _optional, _roles, decide, exact, family_claims,
-                      metric_value)
-from .rules import (DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings,
-                    with_rule_thresholds)
+from .metrics import (FAILS, HOLDS, NOT_MEASURED, ROLE, TOO_CLOSE, NotMeasured, Tables, _optional,
+                      _roles, decide, exact, family_claims, metric_value)
+from .rules import DEFAULT_AT_CHANCE_WITHIN, load_claims, load_settings, with_rule_thresholds
 from .words import (INFINITY_NOTE, MARKS, SYMBOLS, _chance_text, _seed_text, claim_unit,
                     interval_text, summary_line, test_text, verdict_text)
 from ..formatting.numbers import _minus, format_value
 from ..formatting.labels import minus_signs
+from ..atomic import write_csv
+from ..core.loading import read_table
 
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
 WRITE_UP_TITLE = "the write-up's models"
@@ -257,9 +257,6 @@ def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict 
     ``roles``: the head-role rule (``behaviour.roles`` of the config). The seeds are
     every seed that appears in any table.
     """
-    from ..atomic import write_csv
-    from ..core.loading import read_table
-
     main, *more = [claims_yaml] if isinstance(claims_yaml, (str, Path)) else list(claims_yaml)
     claims = with_rule_thresholds(load_claims(main, more), roles)
     settings = load_settings(main)

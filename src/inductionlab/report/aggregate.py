@@ -19,6 +19,8 @@ import pandas as pd
 
 from ..atomic import write_csv
 from ..stages.tables import ID_COLUMNS, table_format
+from ..core.loading import MODEL_FILE, BadInput, check_file, read_spec, read_table, retrain
+from ..analysis.roles import RULED_TABLES, with_roles
 
 STATS = ("n", "mean", "std", "min", "max")
 
@@ -77,8 +79,6 @@ def read_complete(path, final_step: int | None = None, name: str | None = None) 
     does. ``final_step``: the table is a log whose last row must be this step. ``name``:
     the table's name; a declared table must hold the key columns of its format.
     """
-    from ..core.loading import MODEL_FILE, BadInput, check_file, read_table, retrain
-
     with open(check_file(path, "a CSV table"), "rb") as f:
         f.seek(-1, 2)
         if f.read(1) != b"\n":
@@ -104,8 +104,6 @@ def check_every_head(path, frame: pd.DataFrame) -> None:
     """``frame`` (read from ``path``) has one row for every (layer, head) of the model
     whose ``spec.json`` is beside it, else :class:`BadInput` naming what is missing; a
     table without a spec beside it is taken as it is."""
-    from ..core.loading import BadInput, read_spec
-
     spec_path = Path(path).parent / "spec.json"
     if not spec_path.is_file():
         return
@@ -122,8 +120,6 @@ def check_every_head(path, frame: pd.DataFrame) -> None:
 def refuse_repeated_models(inputs, frames) -> None:
     """Each (variant, seed) in one input only: a table given twice, or two tables of one
     model and seed, would count that seed twice in every mean."""
-    from ..core.loading import BadInput
-
     seen = {}
     for k, (path, frame) in enumerate(zip(inputs, frames)):
         for variant, seed in frame[list(ID_COLUMNS)].drop_duplicates().itertuples(index=False):
@@ -136,7 +132,6 @@ def refuse_repeated_models(inputs, frames) -> None:
 def _role_rule():
     """Table name -> how the head-role rule is applied to its stacked rows."""
     from ..stages.dynamics.dynamics import decide_formed
-    from ..analysis.roles import RULED_TABLES, with_roles
 
     applied = {"head_scores": with_roles, "phase_change": decide_formed}
     assert set(applied) == set(RULED_TABLES)
@@ -151,8 +146,6 @@ def aggregate(name: str, inputs, long_csv, summary_csv, final_step: int | None =
     head-role rule, applied to the stacked rows of a table it decides
     (:data:`~inductionlab.analysis.roles.RULED_TABLES`) and required for one.
     """
-    from ..analysis.roles import RULED_TABLES
-
     if name in RULED_TABLES and roles is None:
         raise ValueError(f"the {name} table needs the head-role rule (--roles)")
     frames = [read_complete(path, final_step, name) for path in inputs]

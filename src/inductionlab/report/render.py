@@ -23,6 +23,7 @@ from ..atomic import atomic_path, write_text
 from ..claims.verdicts import WRITE_UP, WRITE_UP_TITLE
 from ..core.seeding import first_seed
 from . import tables as T
+from ..formatting.plots import png_size
 
 HERE = Path(__file__).parent
 STUDY = "_study"
@@ -32,8 +33,6 @@ def figure_item(fig: dict, number: int) -> dict:
     """A figure spec ready to show: its number, the PNG as a data URI and its width in
     inches from the dpi stored in the PNG, so that it prints at the size it was drawn
     for (its fonts at their point sizes)."""
-    from ..formatting.plots import png_size
-
     width, _, dpi = png_size(fig["path"])
     return {**fig, "number": number, "uri": data_uri(fig["path"]),
             "width_in": round(width, 3) if dpi else None}

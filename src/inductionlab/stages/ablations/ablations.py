@@ -32,11 +32,13 @@ import pandas as pd
 import torch
 
 from ...core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
-                            Ablation, head_name, check_fits, expand_entries)
+                                   Ablation, check_fits, expand_entries, head_name)
 from ...core.model import NO_INTERVENTION, Intervention, ModelConfig
 from ...core.formats import NATS, SHARE_OF_ATTENTION, declare_table
 from ...analysis.roles import control_column
-from ...analysis.uncertainty import interval_columns
+from ...analysis.uncertainty import bootstrap_interval, interval_columns
+from ...core.metrics import per_token_loss, pooled_units, task_metrics
+from ...core.data import TaskConfig, control_sample
 
 # ---------------------------------------------------------------- interventions
 
@@ -222,7 +224,6 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     (``induction_control_mean_L{l}``, ...: the positional control).
     """
     from ..behaviour.attention import head_score_table
-    from ...core.metrics import per_token_loss, pooled_units, task_metrics
 
     tokens, predictable = sample.tokens, sample.predictable
     scores, patterns, logits = head_score_table(model, sample, distinct, local_window,
@@ -252,8 +253,6 @@ def delta_interval(own: dict | None, base: dict | None, metric: str, seed: int) 
     """95 % interval of an ablation's loss rise: a bootstrap over sequences of the
     per-sequence difference from the baseline (paired: the same sequences). NaN for a
     skipped ablation."""
-    from ...analysis.uncertainty import bootstrap_interval
-
     if own is None or base is None:
         return math.nan, math.nan
     return bootstrap_interval(own[metric] - base[metric], seed=seed, purpose="ablation-sequences")
@@ -311,9 +310,6 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     ``settings``: the ablation settings (its ``entries``).
     """
     from ..behaviour.behaviour import check_prompt, evaluation_samples
-    from ...core.data import control_sample
-
-    from ...core.data import TaskConfig
 
     task = TaskConfig.from_dict(behaviour["task"])  # the write-up's: the prompt suite's
     prompts = [p["prompt"] for p in behaviour["prompts"]]

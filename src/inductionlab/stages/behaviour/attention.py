@@ -48,13 +48,15 @@ import pandas as pd
 import torch
 
 from ...analysis.roles import (INDUCTION, LOCAL, PREFIX_MATCHING, PREVIOUS_TOKEN, ROLES_COLUMN,
-                    content_column, control_column)
+                               content_column, control_column)
 
 # every head score (the role scores' names are the roles', .roles)
 ATTENTION_SCORES = (INDUCTION, "nearest_copy", "first_block", "first_token", PREVIOUS_TOKEN,
                     LOCAL, PREFIX_MATCHING)
-from ...analysis.uncertainty import interval_columns
+from ...analysis.uncertainty import bootstrap_interval, interval_columns, paired_bootstrap_interval
 from ...core.formats import SHARE_OF_ATTENTION, declare_table
+from ...core.task_kinds import query_sources
+from ...core.model import NO_INTERVENTION
 
 
 def mean_pattern(pattern: torch.Tensor) -> torch.Tensor:
@@ -161,8 +163,6 @@ def copy_masks(name: str, sources: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     write-up's task these are keys j ≡ i + 1 (mod n) with queries i >= n; key i − (n − 1);
     and key (i + 1) mod n with queries i >= 2n.
     """
-    from ...core.task_kinds import query_sources
-
     q = query_sources(sources)  # [B, T(query), T(key)]
     T = q.shape[-1]
     j = torch.arange(T, device=q.device)
@@ -274,8 +274,6 @@ def copying_score(pattern: torch.Tensor, head_out: torch.Tensor, W_U: torch.Tens
 
 def score_columns(name: str, intervals: bool, control: bool) -> list[str]:
     """The columns of attention score ``name`` in a head-score table, in order."""
-    from ...analysis.uncertainty import interval_columns
-
     cols = [name] + (list(interval_columns(name)) if intervals else []) + [f"{name}_chance"]
     if control:
         cols += [control_column(name), content_column(name)]
@@ -315,9 +313,6 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
     bootstrap interval over sequences beside each score, content part and the copying
     score (resamples seeded from ``seed``). Without copying no head's output is formed.
     """
-    from ...analysis.uncertainty import bootstrap_interval, interval_columns, paired_bootstrap_interval
-    from ...core.model import NO_INTERVENTION
-
     intervention = intervention or NO_INTERVENTION
     tokens = sample.tokens
     logits, cache = model.run_with_cache(tokens, intervention, head_out=copying)

@@ -20,6 +20,7 @@ from ...formatting.labels import ROLE_ABBREVIATIONS
 from ...formatting.plots import (ATTENTION_CMAP, LETTERS, MAX_HEIGHT_IN, MAX_WIDTH_IN, STYLE,
                                  TICK_PT, TICK_SPACING_PT, min_side_in, number, save, tick_step,
                                  wrap)
+from ...core.loading import open_npz, read_json, read_table
 
 def letters(tokens) -> list[str]:
     """Token ids as letters (0 -> A)."""
@@ -164,8 +165,6 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     Per suite prompt one figure per layer (:func:`prompt_figure_names`): 24 letters on
     each axis need panels too large for all of a 2-layer model's heads in one figure.
     """
-    from ...core.loading import open_npz
-
     out_dir = Path(out_dir)
     arrays = open_npz(attention_npz, "an attention.npz",
                       ["mean_pattern_L0", "offset_profile_L0", "prompts", "prompt_tokens"])
@@ -378,8 +377,6 @@ def read_attention_inputs(figure: str, inputs: list) -> tuple[dict, object, dict
     """The inputs of an attention figure: every attention.npz's mean patterns by (model,
     seed) (from its results/{model}/seed{N} folder), the stacked head_scores table, and each
     spec.json's smeared layers by model; a file of another kind is refused."""
-    from ...core.loading import open_npz, read_json, read_table
-
     means, scores, smear = {}, None, {}
     for path in map(Path, inputs):
         model = path.parent.parent.name

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from ...core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
-                         repeat_blocks, sample_blocks)
+                          repeat_blocks, sample_blocks)
 from ...core.task_kinds import TaskSample
 from ...core.decoding import greedy_complete
 from ...core.seeding import generator
@@ -42,6 +42,8 @@ from .failure_modes import blocks_with_pattern, failure_modes
 from .measures import (Measure, completion_accuracy, immediate_repeats, in_prompt, mean_measure,
                        measure_table, rate_measure)
 from .period_test import period_measures, shared_prefix_fits, shared_prefix_measures
+from ...core.metrics import per_token_loss, pooled_units, task_metrics
+from ...core.tasks import WRITE_UP
 
 # completions.csv: one row per prompt of the suite; behaviour.csv: one row per measure
 # (:func:`behaviour_results`), its 95 % interval beside it.
@@ -250,8 +252,6 @@ def model_summary(model, sample: TaskSample, logits=None) -> dict:
     """Headline numbers of a model on a task sample: loss_all, loss_pred, acc_pred,
     icl_score and loss_pos (the per-prediction loss, a list of T - 1 values).
     ``logits``: the model's logits on the sample's tokens if already computed."""
-    from ...core.metrics import task_metrics
-
     tokens = sample.tokens
     metrics = task_metrics(model(tokens) if logits is None else logits, tokens, sample.predictable)
     return {"loss_all": metrics["loss_all"], "loss_pred": metrics["loss_pred"],
@@ -265,8 +265,6 @@ def sequence_measures(logits: torch.Tensor, sample: TaskSample) -> dict[str, Mea
     loss_pos{i} for every prediction i; then ``repeat_when_correct_rate`` (exact binomial)
     and ``repeat_when_correct_n`` (a count: no interval). Predictable targets are pooled
     over sequences (:func:`~inductionlab.core.metrics.pooled_units`)."""
-    from ...core.metrics import per_token_loss, pooled_units
-
     tokens, mask = sample.tokens, sample.predictable
     summary = model_summary(None, sample, logits=logits)
     losses = per_token_loss(logits, tokens).double()  # [B, T - 1]
@@ -320,10 +318,10 @@ def distinct_letters(sample: TaskSample, vocab_size: int, gen: torch.Generator) 
 def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tuple[dict, dict]:
     """The behaviour stage's results for one model: ``(tables, arrays)``.
 
-    ``tables``: ``completions``, ``failure_modes``, ``head_scores`` and ``summary`` (metric,
+    ``tables``: ``completions``, ``failure_modes``, ``head_scores`` and ``behaviour`` (metric,
     value, low, high: the value's 95 % interval, NaN where it has none), each with the
     model's variant and seed first; ``arrays``: the mean pattern and offset profile of
-    every layer and the patterns on every suite prompt. The summary holds
+    every layer and the patterns on every suite prompt. The behaviour table holds
     :func:`sequence_measures` on the behaviour sample, :func:`random_prompt_measures`,
     :func:`period_measures` (``n_sequences`` sequences per period) and
     :func:`shared_prefix_measures` (``n_random_prompts`` prompts).
@@ -332,8 +330,6 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     no roles: the role rule is applied where they are stacked. Raises ValueError on a bad prompt or setting before any model runs.
     """
     from .attention import head_score_table, offset_profile
-
-    from ...core.tasks import WRITE_UP
 
     task, own, name = TaskConfig.from_dict(settings["task"]), spec.task, spec.name
     on_write_up = spec.task_name == WRITE_UP
@@ -397,6 +393,6 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
         + ", ".join(f"{r.pattern} ({r.teacher_forced_acc:.2f})" for r in worst.itertuples()))
     tables = {"completions": tidy(completions), "failure_modes": tidy(failures),
               "head_scores": tidy(scores),
-              "summary": tidy(measure_table(measures, seed).assign(
+              "behaviour": tidy(measure_table(measures, seed).assign(
                   task=[spec.task_name if m in own_metrics else WRITE_UP for m in measures]))}
     return tables, arrays

@@ -8,8 +8,8 @@ from ..settings import read_settings
 @command("behaviour", "prompt and failure-mode suites, attention scores and head roles of one model",
          model=path("a model.pt"), settings=path("behaviour settings JSON written by the workflow"),
          completions=path(), failure_modes=path(), attention=path("attention.npz to write"),
-         head_scores=path(), summary=path("behaviour.csv to write"), threads=THREADS)
-def write_behaviour(model, settings, completions, failure_modes, attention, head_scores, summary,
+         head_scores=path(), behaviour=path("behaviour.csv to write"), threads=THREADS)
+def write_behaviour(model, settings, completions, failure_modes, attention, head_scores, behaviour,
                     threads=1):
     from .behaviour import behaviour_results
     from ...core.loading import load_model
@@ -18,7 +18,7 @@ def write_behaviour(model, settings, completions, failure_modes, attention, head
     loaded, spec = load_model(model)
     tables, arrays = behaviour_results(loaded, spec, config, log=say)
     write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
-                           "head_scores": head_scores, "summary": summary})
+                           "head_scores": head_scores, "behaviour": behaviour})
     write_npz(attention, arrays)
 
 

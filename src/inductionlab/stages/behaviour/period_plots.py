@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..readings.readings import PERIOD
+from ...formatting.plots import MAX_WIDTH_IN, STYLE
 
 
 def _wrap_name(name: str, width: int = 12) -> str:
@@ -27,7 +28,6 @@ def period_figure(behaviour: pd.DataFrame, models: list[str], block_len: int):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ...formatting.plots import MAX_WIDTH_IN, STYLE
 
     rows = behaviour[behaviour["metric"].astype(str).str.match(PERIOD.pattern)]
     rows = rows.assign(n=rows["metric"].str.extract(PERIOD.pattern)[0].astype(int))

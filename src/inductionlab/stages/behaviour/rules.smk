@@ -10,7 +10,7 @@ rule behaviour:
         failure_modes=model_file("failure_modes.csv"),
         attention=model_file("attention.npz"),
         head_scores=model_file("head_scores.csv"),
-        summary=model_file("behaviour.csv"),
+        behaviour=model_file("behaviour.csv"),
     params:
         paths=named_paths,
     log:

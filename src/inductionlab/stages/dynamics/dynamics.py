@@ -66,9 +66,14 @@ import pandas as pd
 import torch
 
 from ..behaviour.attention import ATTENTION_SCORES
-from ...analysis.roles import content_column, control_column
+from ...analysis.roles import content_column, control_column, role_threshold
 from ...core.formats import NATS, SHARE_OF_ATTENTION, declare_table
-from ...core.loading import load_checkpoint
+from ...core.loading import (CHECKPOINT_NAME, MODEL_FILE, BadInput, checkpoint_steps,
+                             load_checkpoint, read_table, retrain)
+from ...core.data import TaskConfig, control_sample, sample_sequences
+from ...core.seeding import generator
+from ...core.weights import model_arrays
+from ...core.metrics import per_token_loss
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
 PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "direction", "midpoint", "midpoint_low",
@@ -98,8 +103,6 @@ CIRCUIT_METRICS = {"direct": "direct_positivity", "ov": "ov_positivity",
 
 def checkpoint_files(folder) -> list[tuple[int, Path]]:
     """``(step, path)`` of every checkpoint (``step{N:06d}.pt``) in ``folder``, by step."""
-    from ...core.loading import CHECKPOINT_NAME, MODEL_FILE, BadInput, retrain
-
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(folder, "no such checkpoints folder" if not folder.exists() else
@@ -113,9 +116,6 @@ def checkpoint_files(folder) -> list[tuple[int, Path]]:
 
 def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
     """Every checkpoint that training's schedule writes is in ``files``, else :class:`BadInput`."""
-    from ...core.loading import MODEL_FILE, BadInput, retrain
-    from ...core.loading import checkpoint_steps
-
     expected = checkpoint_steps(train.steps, train.n_checkpoints)
     missing = sorted(set(expected) - {step for step, _ in files})
     if missing:
@@ -131,9 +131,6 @@ def check_schedule(files: list[tuple[int, Path]], folder, train) -> None:
 def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
     """The fixed per-token-loss evaluation set: ``n`` sequences of the write-up's task (the
     same for every model, whatever it trained on: one PCA compares them all)."""
-    from ...core.data import sample_sequences
-    from ...core.seeding import generator
-
     return sample_sequences(n, task, generator(seed, "per-token-loss"))
 
 
@@ -152,7 +149,6 @@ def checkpoint_metrics(model, sample, distinct: torch.Tensor,
     from ..behaviour.attention import head_score_table
     from ..behaviour.behaviour import model_summary
     from ..circuits.circuits import circuit_table
-    from ...core.weights import model_arrays
 
     rows = []
 
@@ -271,10 +267,6 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     training step (its weights are model.pt's).
     """
     from ..behaviour.behaviour import evaluation_samples
-    from ...core.data import control_sample
-    from ...core.metrics import per_token_loss
-
-    from ...core.data import TaskConfig
 
     task = spec.task
     meta = {"variant": spec.variant, "seed": spec.seed}
@@ -407,8 +399,6 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
     head by content part at the last checkpoint has the induction role (its score at least
     the role threshold over chance, its content part at least ``above_chance``). A model
     where none formed gets the reason in its note, and its coincidence no value."""
-    from ...analysis.roles import role_threshold
-
     out = phase.copy()
     out["note"] = out["note"].fillna("").astype(str)
     for i in out.index[undecided(out)]:
@@ -464,8 +454,6 @@ def dynamics_results(model, spec, checkpoints_dir, behaviour: dict, settings: di
 
 def read_phase_change(path) -> pd.DataFrame:
     """A phase_change.csv, an empty note as ""."""
-    from ...core.loading import read_table
-
     frame = read_table(path, PHASE_COLUMNS, dtype={"note": str, "shape": str, "best_head": str})
     frame["note"] = frame["note"].fillna("")
     return frame

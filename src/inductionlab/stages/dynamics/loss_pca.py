@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...core.formats import declare_table
+from ...core.loading import BadInput, open_npz
 
 
 PCA_COLUMNS = ["variant", "seed", "step", "PC1", "PC2",
@@ -46,8 +47,6 @@ def pca(matrix, n_components: int = 2) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def read_losses(path) -> dict:
-    from ...core.loading import BadInput, open_npz
-
     out = open_npz(path, "a per_token_losses.npz")
     missing = [k for k in ("meta", "steps", "losses", "tokens") if k not in out]
     if missing:

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...formatting.plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, seed_band, _log_steps,
+from ...formatting.plots import (MAX_WIDTH_IN, SMALL_PT, STEP_LABEL, STYLE, _log_steps,
                                  difference_limits, loss_limits, model_colour, number, plt, save,
-                                 seeds_text, step_limits, wrap)
+                                 seed_band, seeds_text, step_limits, wrap)
 from .dynamics import BEST_INDUCTION_CONTENT, metric_curve
+from ...core.data import TaskConfig, loss_floor
+from ...core.loading import read_table
 
 PHASE_STYLE = {"loss_pred": ("loss fit midpoint", "tab:red", "--"),
                "induction_content": ("induction fit midpoint", "tab:purple", ":")}
@@ -201,8 +203,6 @@ def write_dynamics_figures(dynamics_csv, phase_csv, out_dir, title: str = "",
     of the config, to draw the loss floor (optional).
     """
     from .dynamics import read_phase_change, undecided
-    from ...core.data import TaskConfig, loss_floor
-    from ...core.loading import read_table
 
     out_dir = Path(out_dir)
     frame = read_table(dynamics_csv, ["variant", "seed", "step", "metric"])

@@ -43,6 +43,8 @@ from ...core.formats import LOGITS, NATS, declare_table
 from ...core.metrics import pooled_units
 from ...analysis.roles import ANTI_COPYING, OV_ROLES, ROLES_COLUMN, split_roles
 from ...analysis.uncertainty import bootstrap_interval
+from ...core.model import NO_INTERVENTION
+from ...core.data import TaskConfig, control_sample
 
 PROFILE_COLUMNS = ["variant", "seed", "component", "kind", "layer", "head", "role", "sample",
                    "source", "offset", "value", "low", "high", "n"]
@@ -103,8 +105,6 @@ def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torc
     (query i, source m; zero for m > i). Their sum over components and sources, times
     W_U, is the model's logits (under ``intervention``, e.g. one that fixes the patterns,
     when given)."""
-    from ...core.model import NO_INTERVENTION
-
     _, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
     cfg = model.cfg
     embed = model.W_E[tokens]  # [B, T, D]
@@ -385,7 +385,6 @@ def offset_results(model, spec, behaviour_settings: dict, algorithms: dict, role
     """
     import pandas as pd
 
-    from ...core.data import TaskConfig, control_sample
     from ..behaviour.behaviour import evaluation_samples
 
     task, seed = spec.task, int(behaviour_settings["eval_seed"])
