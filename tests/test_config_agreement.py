@@ -63,8 +63,12 @@ CASES = {
     "a comment-only overlay": (
         {"o.yaml": "# nothing yet\n"}, ["o.yaml"], "must be given as JSON or YAML with keys at top level"),
     "a rule file the Snakefile includes": (
-        {"o.yaml": "extra_rules: [workflow/rules/train.smk]\n"}, ["o.yaml"],
-        "extra_rules.0: 'workflow/rules/train.smk' is a rule file the Snakefile includes itself"),
+        {"o.yaml": "extra_rules: [workflow/rules/report.smk]\n"}, ["o.yaml"],
+        "extra_rules.0: 'workflow/rules/report.smk' is a rule file the Snakefile includes itself"),
+    "a stage's rule file": (
+        {"o.yaml": "extra_rules: [src/inductionlab/stages/train/rules.smk]\n"}, ["o.yaml"],
+        "extra_rules.0: 'src/inductionlab/stages/train/rules.smk' is the rules of the train stage, "
+        "which the Snakefile includes itself"),
     "too few checkpoints for the phase-change fit": (
         {"o.yaml": "train: {n_checkpoints: 2}\n"}, ["o.yaml"],
         "train.n_checkpoints: 2 is less than the minimum of 6 (the dynamics stage fits a "

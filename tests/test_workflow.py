@@ -104,10 +104,14 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
     assert not set(jobs) & ANALYSES, jobs
     # the rule's settings file; the two tables it decides (head roles, whether induction
     # formed), stacked again; what reads the roles from them: the offset attribution (its
-    # head groups) and the tables it writes, the formation study, claims, figures, the report
-    assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "dynamics_figures", "offsets", "formation_table", "formation_answers",
+    # head groups) with its two tables, the formation study, the readings, claims, figures,
+    # the report
+    assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "dynamics_figures",
+                         "offsets", "formation_table", "formation_answers", "readings",
                          "report_manifest", "report", "all"}, jobs
-    assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 3 and jobs["claims"] == 1, jobs
+    # stacked again: head_scores and phase_change (the rule), offset_profile and
+    # algorithm_fit (the offsets), formation
+    assert jobs["stage_settings"] == 1 and jobs["aggregate"] == 5 and jobs["claims"] == 1, jobs
 
 
 def test_the_evaluation_sample_reruns_the_analyses(tiny_run, tmp_path):

@@ -484,7 +484,7 @@ def behaviour_settings_problems(settings: dict, task) -> list[str]:
 
 def included_rule_files(workflow_dir: str | Path, experiments: dict | None = None) -> dict[str, str]:
     """The rule files the workflow includes itself, resolved path -> what it is: every
-    ``include: "..."`` of its Snakefile, and each experiment's ``rules.smk`` (``experiments``:
+    ``include: "..."`` of its Snakefile, every stage folder's ``rules.smk``, and each experiment's ``rules.smk`` (``experiments``:
     name -> :class:`inductionlab.folders.Folder`), included when it is switched on."""
     workflow_dir = Path(workflow_dir)
     taken = {}
@@ -495,6 +495,12 @@ def included_rule_files(workflow_dir: str | Path, experiments: dict | None = Non
     for match in re.finditer(r"""^\s*include:\s*(["'])(.+?)\1""", text, flags=re.M):
         taken[str((workflow_dir / match.group(2)).resolve())] = (
             "a rule file the Snakefile includes itself")
+    from . import stages
+
+    for name, stage in stages.available(load=False).items():
+        if stage.problem is None:
+            taken[str(stage.rules.resolve())] = (f"the rules of the {name} stage, which the "
+                                                 "Snakefile includes itself")
     for name, experiment in (experiments or {}).items():
         rules = getattr(experiment, "rules", None)
         if rules is not None:
