@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inductionlab.report.aggregate import aggregate, key_columns, stack, summarise
+from inductionlab.stages.aggregate import aggregate, key_columns, stack, summarise
 
 
 def _model(variant, seed, **columns):

@@ -6,7 +6,7 @@ import pytest
 from matplotlib import pyplot as plt
 
 from helpers import phase_change_table, stage_settings, tiny_spec
-from inductionlab.report.aggregate import aggregate
+from inductionlab.stages.aggregate import aggregate
 from inductionlab.stages.dynamics.dynamics import (BEST_INDUCTION, BEST_INDUCTION_CONTENT, CHANCE_METRICS,
                                    DYNAMICS_COLUMNS, HEAD_SCORES, NO_LAYER_NOTE, PHASE_COLUMNS,
                                    best_induction_heads, decide_formed, induction_layers,

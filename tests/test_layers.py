@@ -9,9 +9,11 @@ Bottom up, each layer imports only itself and the layers below it:
   stage loader (``inductionlab.stages`` itself);
 - the stage folders (``inductionlab.stages.<stage>``): each one's computation, figures and
   commands; a folder may import another (never in a cycle);
-- the table formats every stage declares (``inductionlab.stages.tables``);
+- the stacked tables: the formats every stage declares (``inductionlab.stages.tables``)
+  and the stacking of every model's tables, where the head-role rule is applied
+  (``inductionlab.stages.aggregate``);
 - claims: the verdicts on the write-up's sentences;
-- report: stacking, rendering, words; it computes no reading of its own;
+- report: rendering and words; it computes no reading of its own;
 - the experiments: folders of ``inductionlab/experiments/``; no layer below imports one;
 - the workflow's own commands (stacking, claims, figures, the report, tools, the parser),
   which load the experiments.
@@ -70,7 +72,7 @@ LAYERS = [
     ("commands", ("inductionlab.stages.commands", "inductionlab.stages.settings",
                   "inductionlab.stages.documents")),
     ("stage folders", ("inductionlab.stages.",)),
-    ("table formats", ("inductionlab.stages.tables",)),
+    ("stacked tables", ("inductionlab.stages.tables", "inductionlab.stages.aggregate")),
     ("claims", ("inductionlab.claims",)),
     ("report", ("inductionlab.report",)),
     ("experiments", ("inductionlab.experiments",)),

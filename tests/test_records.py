@@ -18,7 +18,7 @@ from inductionlab.atomic import NotOurs, write_csv, write_text
 from inductionlab.core.loading import BadInput, load_model, read_spec, read_table, save_model
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.spec import Spec, write_spec
-from inductionlab.report.aggregate import aggregate
+from inductionlab.stages.aggregate import aggregate
 
 
 def _model_files(root, seed):

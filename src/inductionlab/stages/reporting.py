@@ -37,7 +37,7 @@ def figure(name, subject, out, inputs, models=None):
                              "tables it decides: head_scores, phase_change"))
 def aggregate(name, long, summary, inputs, final_step=0, roles=None):
     from ..core.loading import BadInput
-    from ..report.aggregate import aggregate as stack_tables, read_complete
+    from .aggregate import aggregate as stack_tables, read_complete
 
     # --name is the per-model files' name (results/{model}/seed{seed}/{name}.csv): it
     # selects the key columns, so another name would stack the tables wrongly

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import write_csv
-from ..stages.tables import ID_COLUMNS, table_format
+from .tables import ID_COLUMNS, table_format
 from ..core.loading import MODEL_FILE, BadInput, check_file, read_spec, read_table, retrain
 from ..analysis.roles import RULED_TABLES, with_roles
 
@@ -131,7 +131,7 @@ def refuse_repeated_models(inputs, frames) -> None:
 
 def _role_rule():
     """Table name -> how the head-role rule is applied to its stacked rows."""
-    from ..stages.dynamics.dynamics import decide_formed
+    from .dynamics.dynamics import decide_formed
 
     applied = {"head_scores": with_roles, "phase_change": decide_formed}
     assert set(applied) == set(RULED_TABLES)
