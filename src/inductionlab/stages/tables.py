@@ -1,16 +1,20 @@
 """The formats of every table the pipeline's stages write (:mod:`inductionlab.core.formats`),
-declared by the modules that write them: importing this module imports those, so that a
-reader finds every format by the table's name. An experiment's tables are declared when
-its package is loaded (:func:`inductionlab.experiments.available`)."""
+declared by the modules that write them: importing this module imports those (each stage
+folder names its own in ``TABLE_MODULES``, in its ``__init__``), so that a reader finds
+every format by the table's name. An experiment's tables are declared when its package is
+loaded (:func:`inductionlab.experiments.available`)."""
 from __future__ import annotations
 
-from .ablations import ablations  # noqa: F401 - importing a module declares its tables
-from .behaviour import attention, behaviour, failure_modes  # noqa: F401
-from .circuits import circuits  # noqa: F401
-from .dynamics import dynamics, loss_pca  # noqa: F401
-from .offsets import offset_attribution  # noqa: F401
-from ..core import train  # noqa: F401
+import importlib
+
+from . import available
+from ..core import train  # noqa: F401 - declares the training log
 from ..core.formats import ID_COLUMNS, TableFormat, declared, table_format  # noqa: F401
+
+for _stage in available():
+    _package = importlib.import_module(f"{__package__}.{_stage}")
+    for _module in getattr(_package, "TABLE_MODULES", ()):
+        importlib.import_module(f"{_package.__name__}.{_module}")
 
 
 def known_format(name: str, what: str) -> TableFormat:

@@ -1,2 +1,6 @@
 """The train stage: importing it registers its commands and declares its figures."""
 from . import commands, figures  # noqa: F401
+
+# its modules that declare the tables it writes (imported by inductionlab.stages.tables,
+# not here: they import torch)
+TABLE_MODULES = ()
