@@ -96,10 +96,10 @@ rule all:
 
 
 # A rule that passes its paths by their names (command_line in common.smk) names exactly
-# its command's options.
-from inductionlab.stages.registry import COMMANDS, build_parser
+# its command's options (every stage's and experiment's commands are declared by now: their
+# packages were imported above).
+from inductionlab.stages.registry import COMMANDS
 
-build_parser()  # every stage's and experiment's commands, declared
 _unnamed = rule_option_problems(workflow.rules, COMMANDS)
 if _unnamed:
     sys.exit("inductionlab: " + "\n  ".join(_unnamed))

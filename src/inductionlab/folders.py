@@ -64,10 +64,9 @@ def find(here: Path, package: str, kind: str, load: bool = True) -> dict[str, Fo
                                  "package (no __init__.py); add an __init__.py to it (empty, "
                                  "or importing its settings check and commands)")
         elif not (folder / "rules.smk").is_file():
+            a_kind = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
             found[name] = Folder(name, folder, f"the folder {folder} has no rules.smk, so it "
-                                 f"is not {'an' if kind[0] in 'aeiou' else 'a'} {kind}; "
-                                 f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}'s rules are its "
-                                 "rules.smk")
+                                 f"is not {a_kind}; {a_kind}'s rules are its rules.smk")
         else:
             if load:
                 importlib.import_module(f"{package}.{name}")

@@ -203,8 +203,7 @@ def figure_inputs(wildcards):
 
 def named_inputs(wildcards, input):
     """A job's inputs as the ``name=path`` words of its command line."""
-    return " ".join(shlex.quote(f"{name}={path}") for name in input.keys()
-                    for path in ([input[name]] if isinstance(input[name], str) else input[name]))
+    return " ".join(map(shlex.quote, figure_registry.pairs_of({n: input[n] for n in input.keys()})))
 
 
 # ---------------------------------------------------------------- command lines
@@ -258,12 +257,12 @@ def report_section(name, title, scope="variant", order=50, text="", tables=(), f
     instead of the body.
     figures: dicts with path, caption and, for a file inside a directory output, dir;
     appendix as for tables.
-    template: an optional jinja2 fragment (path relative to the workflow or absolute)
-    that replaces the default rendering (text, tables, figures).
+    template: an optional jinja2 fragment (path relative to the rule file that calls
+    this, or absolute) that replaces the default rendering (text, tables, figures).
     variants: limit a variant-scope section to these variants.
     """
     if template and not os.path.isabs(template):
-        template = os.path.join(workflow.basedir, template)
+        template = os.path.join(workflow.current_basedir, template)
     REPORT_SECTIONS.append(dict(name=name, title=title, scope=scope, order=order, text=text,
                                 tables=list(tables), figures=list(figures), template=template,
                                 variants=variants, chapter=chapter or title))

@@ -38,8 +38,6 @@ rule aggregate:
         "--summary {output.summary} --inputs {input.tables} {params.checks} > {log} 2>&1"
 
 
-
-
 rule model_families:
     output:
         families=f"{RESULTS}/report/families.json",

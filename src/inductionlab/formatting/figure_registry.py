@@ -112,7 +112,7 @@ def declared(subject_or_scope: str, name: str) -> Figure:
     return FIGURES[scope, name]
 
 
-def named_paths(figure_: Figure, pairs: list[str]) -> dict:
+def inputs_from_pairs(figure_: Figure, pairs: list[str]) -> dict:
     """The ``name=path`` pairs of a command line as a figure's inputs: a list for the kinds
     in :data:`LISTS`, one path for the others. ValueError for a pair with no ``=``, a name
     the figure does not declare, one it declares that is missing, or one path given twice
@@ -145,7 +145,7 @@ def draw(name: str, subject: str, pairs: list[str], models: list[str] | None = N
     """Figure ``name`` of ``subject`` (a model, ``models`` or ``study``) drawn from the
     ``name=path`` ``pairs``; ``models``: the models a ``models`` figure shows, in order."""
     declared_ = declared(subject, name)
-    inputs = named_paths(declared_, pairs)
+    inputs = inputs_from_pairs(declared_, pairs)
     if declared_.scope == MODEL:
         return declared_.draw(inputs, subject)
     if declared_.scope == MODELS:

@@ -59,7 +59,7 @@ report_section(
     title=BEHAVIOUR_WORDS["behaviour_title"],
     chapter=BEHAVIOUR_WORDS["chapter_title"],
     order=40,
-    template=os.path.join(workflow.current_basedir, "section.html.j2"),
+    template="section.html.j2",
     tables=[
         {"path": aggregated_table("completions"), "caption": BEHAVIOUR_WORDS["behaviour_table1"]},
         {"path": aggregated_table("completions"), "appendix": True,

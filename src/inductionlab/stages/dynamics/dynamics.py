@@ -278,13 +278,12 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
                          f"but the model was trained for {final} steps")
     eval_seed = behaviour_settings["eval_seed"]
     n = min(dynamics_settings["n_sequences"], behaviour_settings["n_sequences"])
+    write_up = TaskConfig.from_dict(behaviour_settings["task"])
     sample, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
-    control = control_sample(behaviour_settings["n_sequences"],
-                             TaskConfig.from_dict(behaviour_settings["task"]), eval_seed)
+    control = control_sample(behaviour_settings["n_sequences"], write_up, eval_seed)
     # a prefix: the behaviour stage's sequences
     sample, distinct, control = sample[:n], distinct[:n], control[:n]
-    per_token = loss_tokens(TaskConfig.from_dict(behaviour_settings["task"]),
-                            dynamics_settings["eval_size"], eval_seed)
+    per_token = loss_tokens(write_up, dynamics_settings["eval_size"], eval_seed)
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
 
