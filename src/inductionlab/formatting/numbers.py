@@ -129,3 +129,17 @@ def bound_text(value: float, bound: float) -> str:
 def _minus(text: str) -> str:
     """A printed number with the true minus sign the report's tables use (−0.336)."""
     return text.replace("-", "−")
+
+
+def ranges_phrase(offsets: list[int]) -> str:
+    """Sorted integers as runs: [0, 1, 2, 5, 11] -> "0–2, 5 and 11"; [3, 4] -> "3 and 4"."""
+    parts, start = [], None
+    for k, nxt in zip(offsets, offsets[1:] + [None]):
+        start = k if start is None else start
+        if nxt != k + 1:
+            parts.append(f"{start}–{k}" if k - start >= 2 else
+                         f"{start}, {k}" if k > start else str(k))
+            start = None
+    text = ", ".join(parts)
+    head, _, last = text.rpartition(", ")
+    return f"{head} and {last}" if head else text

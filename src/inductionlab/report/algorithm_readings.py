@@ -9,7 +9,7 @@ import pandas as pd
 from ..stages.offsets.offset_attribution import COMPOSED, DIRECT, EMBEDDING, role_group
 from ..stages.readings.readings import LAYER_PART, split_offsets
 from ..analysis.roles import ANTI_COPYING, COPYING
-from ..formatting.numbers import number, percent
+from ..formatting.numbers import number, percent, ranges_phrase
 
 _NAMES = {DIRECT: "the direct path", role_group(COPYING): "the copying heads",
           role_group(ANTI_COPYING): "the anti-copying heads"}
@@ -40,28 +40,14 @@ def part_name(part: str) -> str | None:
     return words
 
 
-def _ranges(offsets: list[int]) -> str:
-    """[0, 1, 2, 5, 11] -> "0–2, 5 and 11"."""
-    parts, start = [], None
-    for k, nxt in zip(offsets, offsets[1:] + [None]):
-        start = k if start is None else start
-        if nxt != k + 1:
-            parts.append(f"{start}–{k}" if k - start >= 2 else
-                         f"{start}, {k}" if k > start else str(k))
-            start = None
-    text = ", ".join(parts)
-    head, _, last = text.rpartition(", ")
-    return f"{head} and {last}" if head else text
-
-
 def letters_phrase(offsets: list[int]) -> str:
     """[0] -> "the current letter", [5] -> "the letter 5 back", else the
-    letters' offsets as :func:`_ranges`."""
+    letters' offsets as :func:`~inductionlab.formatting.numbers.ranges_phrase`."""
     if offsets == [0]:
         return "the current letter"
     if len(offsets) == 1:
         return f"the letter {offsets[0]} back"
-    return f"the letters {_ranges(offsets)} back"
+    return f"the letters {ranges_phrase(offsets)} back"
 
 
 def _share(row, program: str, metric: str) -> str | None:

@@ -6,7 +6,8 @@ import pandas as pd
 
 from ..stages.readings.readings import CONTENT, NONE, PERIOD, POSITION
 from ..analysis.roles import POSITIONAL
-from ..formatting.numbers import number
+from ..formatting.numbers import number, ranges_phrase
+from .front_page import trained_of
 
 
 def _num(value: float, places: int = 2) -> str:
@@ -24,13 +25,16 @@ def sentence(row, block_len: int) -> str:
         (CONTENT, "look for a copy"), (POSITION, f"look at a position ({POSITIONAL} head)"),
         (NONE, "have no induction head")) if int(row[f"seeds_{r}"])]
     parts.append("; ".join(counts))
-    period = [(int(m.group(1)), row[k]) for k in row.index if (m := PERIOD.match(str(k)))]
+    period = [(int(m.group(1)), row[k]) for k in row.index
+              if (m := PERIOD.match(str(k))) and not pd.isna(row[k])]
     if period:
-        trained = [v for k, v in period if k == block_len]
-        other = [v for k, v in period if k != block_len and not pd.isna(v)]
+        lengths = trained_of(row, block_len)
+        trained = [v for k, v in period if k in lengths]
+        other = [v for k, v in period if k not in lengths]
         text = "period test " + ", ".join(f"n = {k}: {_num(v)}" for k, v in period)
         if other and trained:
-            text += (f" (other lengths {_num(min(other))}–{_num(max(other))} against "
-                     f"{_num(trained[0])} on the trained length)")
+            text += (f" (untrained periods {_num(min(other))}–{_num(max(other))} against "
+                     f"{_num(min(trained))}–{_num(max(trained))} on the trained "
+                     f"{ranges_phrase(lengths)})")
         parts.append(text)
     return "; ".join(parts) + "."

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..stages.readings.readings import PERIOD
+from ..stages.readings.readings import PERIOD, split_offsets
 from ..claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
                                TOO_CLOSE_ANY, outcome)
-from ..formatting.numbers import number
+from ..formatting.numbers import number, ranges_phrase
 
 # outcome -> (singular, plural) verb phrases of the tally
 VERBS = {ROBUST: ("replicates in every seed", "replicate in every seed"),
@@ -66,6 +66,28 @@ def copy_offsets(block_len: int, n_blocks: int) -> list[int]:
     return [k * block_len - 1 for k in range(1, n_blocks)]
 
 
+def trained_of(reading: pd.Series, block_len: int) -> list[int]:
+    """The periods a model's own task trains, from its readings row; the write-up's
+    ``block_len`` where the row does not say."""
+    return split_offsets(reading.get("trained_periods")) or [block_len]
+
+
+def task_words(reading: pd.Series | None, block_len: int) -> str:
+    """"trained on variable_period, periods 3–8": the model's own task and the periods it
+    draws ("" without a reading)."""
+    if reading is None:
+        return ""
+    task = str(reading.get("task") or "") if not pd.isna(reading.get("task")) else ""
+    periods = trained_of(reading, block_len)
+    what = f"period{'s' if len(periods) > 1 else ''} {ranges_phrase(periods)}"
+    return f"trained on {task}, {what}" if task else f"trained on {what}"
+
+
+def _spread(values: list[float]) -> str:
+    low, high = _fmt(min(values)), _fmt(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
 def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
               block_len: int) -> str:
     """One sentence: how the model finds what to copy (content or position, from the best
@@ -86,13 +108,14 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
             how = "has no head that looks back for the target"
         periods = {int(m.group(1)): reading[k] for k in reading.index
                    if (m := PERIOD.match(str(k))) and not pd.isna(reading[k])}
-        other = [v for k, v in periods.items() if k != block_len]
-        if other and block_len in periods:
-            low, high = _fmt(min(other)), _fmt(max(other))
-            spread = low if low == high else f"{low}–{high}"
+        trained = trained_of(reading, block_len)
+        seen = [v for k, v in periods.items() if k in trained]
+        unseen = [k for k in periods if k not in trained]
+        if seen and unseen:
             how += (f" (content part {_fmt(reading['content'])} of attention; accuracy "
-                    f"{spread} on blocks of other lengths against "
-                    f"{_fmt(periods[block_len])} on the trained {block_len})")
+                    f"{_spread([periods[k] for k in unseen])} on blocks of its untrained "
+                    f"periods {ranges_phrase(unseen)} against {_spread(seen)} on its trained "
+                    f"{ranges_phrase(trained)})")
         parts.append(how)
     if offsets:
         verbs = {"copies": "copy", "suppresses": "suppress"}  # the logits: plural

@@ -295,7 +295,7 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     on it, in words; the ones too close to call; caveats."""
     from ..stages.readings.readings import split_offsets
     from .front_page import (claims_in_words, copy_offsets, family_changes, mechanism,
-                             model_tallies, other_models, too_close)
+                             model_tallies, other_models, task_words, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
@@ -303,17 +303,22 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     algorithms = (inputs["algorithms"].set_index("variant")
                   if inputs["algorithms"] is not None else None)
     tallies = model_tallies(scorecard, manifest["variants"])
+
+    def reading_row(v: str):
+        return readings.loc[v] if readings is not None and v in readings.index else None
+
     def reading_of(v: str) -> str:
-        reading = readings.loc[v] if readings is not None and v in readings.index else None
         offsets = ({verb: split_offsets(algorithms.loc[v, verb]) for verb in ("copies", "suppresses")}
                    if algorithms is not None and v in algorithms.index else None)
-        return mechanism(reading, offsets, block_len)
+        return mechanism(reading_row(v), offsets, block_len)
 
     models = [{"variant": v, "n": int((scorecard["variant"] == v).sum()), "tally": tallies[v],
-               "mechanism": reading_of(v)} for v in manifest["variants"] if v in tallies]
+               "task": task_words(reading_row(v), block_len), "mechanism": reading_of(v)}
+              for v in manifest["variants"] if v in tallies]
     families = dict(manifest.get("families") or {})
     card = every_family if every_family is not None else scorecard
-    others = [{**m, "mechanism": reading_of(m["variant"])}
+    others = [{**m, "task": task_words(reading_row(m["variant"]), block_len),
+               "mechanism": reading_of(m["variant"])}
               for m in other_models(run_models(manifest, inputs, card), list(tallies), card,
                                     families)]
     comparison = _csv(manifest.get("family_comparison")) if families else None

@@ -11,9 +11,8 @@ from ...stages.settings import read_settings
          composition=path("its composition.csv"),
          ablations=path("its ablations.csv"), behaviour=path("its behaviour.csv"),
          phase_change=path("its phase_change.csv"),
-         settings=path("behaviour settings JSON (the period test's lengths)"),
          table=path("formation.csv to write"))
-def write_formation(head_scores, composition, ablations, behaviour, phase_change, settings, table):
+def write_formation(head_scores, composition, ablations, behaviour, phase_change, table):
     from ...analysis.roles import ROLES_COLUMN
     from ...core.loading import read_table
     from .analysis import formation_table
@@ -28,27 +27,28 @@ def write_formation(head_scores, composition, ablations, behaviour, phase_change
     scores = stacked[(stacked["variant"] == ident["variant"]) & (stacked["seed"] == ident["seed"])]
     if scores.empty:
         raise ValueError(f"{head_scores}: has no row of {ident['variant']} seed {ident['seed']}")
-    periods = read_settings(settings, "behaviour")["period_lengths"]
     frame = formation_table(scores.reset_index(drop=True), frames["composition"],
-                            frames["ablations"], frames["behaviour"], frames["phase_change"],
-                            periods)
+                            frames["ablations"], frames["behaviour"], frames["phase_change"])
     frame = frame.assign(**ident)[list(FORMATION.columns)]
     write_tables({"formation": frame}, {"formation": table})
 
 
-@command("formation-answers", "the formation study's answers in words, from its stacked table",
+@command("formation-answers", "the formation study's verdicts per seed and its answers in words",
          table=path("results/tables/formation.csv (every seed of every model)"),
-         behaviour_settings=path("behaviour settings JSON (the period test's lengths)"),
+         phase_change=path("the stacked phase_change table (results/tables/phase_change.csv), "
+                           "decided by the head-role rule"),
          settings=path("the study's settings (results/settings/formation.json)"),
+         verdicts=path("formation_verdicts.csv to write"),
          answers=path("formation_answers.csv to write"))
-def write_formation_answers(table, behaviour_settings, settings, answers):
+def write_formation_answers(table, phase_change, settings, verdicts, answers):
     from ...core.loading import read_table
+    from ...stages.dynamics.dynamics import read_phase_change
     from .answers import formation_answers
     from .settings import model_names
 
-    frame = read_table(table, ["variant", "seed", "metric", "value", "note"],
+    frame = read_table(table, ["variant", "seed", "metric", "value", "low", "high", "note"],
                        kind="the stacked formation table")
-    periods = read_settings(behaviour_settings, "behaviour")["period_lengths"]
     study = read_settings(settings, "formation")
-    write_tables({"answers": formation_answers(frame, model_names(study), periods)},
-                 {"answers": answers})
+    seeds, words = formation_answers(frame, read_phase_change(phase_change), model_names(study),
+                                     study["task"])
+    write_tables({"verdicts": seeds, "answers": words}, {"verdicts": verdicts, "answers": answers})

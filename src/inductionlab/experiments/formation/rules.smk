@@ -9,10 +9,12 @@
 # formed (formation.csv). Settings: config["experiments"]["formation"] (schema.yaml);
 # words: prose.yaml.
 from inductionlab.stages.dynamics.phase_change import MAX_SPAN as FM_MAX_SPAN, MIN_R2 as FM_MIN_R2
+from inductionlab.stages.dynamics.phase_change import SAME_TIME_FACTOR as FM_SAME_TIME_FACTOR
 from inductionlab.experiments.formation.answers import (HALF as FM_HALF, QUESTIONS as FM_QUESTIONS,
-                                                        SAME_TIME as FM_SAME_TIME,
-                                                        SAME_TIME_FACTOR as FM_SAME_TIME_FACTOR)
+                                                        SOLVES as FM_SOLVES)
 from inductionlab.experiments.formation.settings import model_names
+from inductionlab.core.tasks import resolve_task, task_from_dict
+from inductionlab.stages.behaviour.period_test import period_test_lengths
 
 FM = config["experiments"]["formation"]
 FM_TASK = FM["task"]
@@ -32,7 +34,6 @@ rule formation_table:
         ablations=model_file("ablations.csv"),
         behaviour=model_file("behaviour.csv"),
         phase_change=model_file("phase_change.csv"),
-        settings=settings_file("behaviour"),
     output:
         table=model_file("formation.csv"),
     wildcard_constraints:
@@ -52,6 +53,7 @@ rule formation_table:
 
 
 FM_ANSWERS = f"{RESULTS}/tables/formation_answers.csv"
+FM_VERDICTS = f"{RESULTS}/tables/formation_verdicts.csv"
 
 
 localrules:
@@ -61,34 +63,41 @@ localrules:
 rule formation_answers:
     input:
         table=FM_TABLE,
-        behaviour=settings_file("behaviour"),
+        # whether a head formed, each fit's phase-change verdict and the coincidence: decided
+        phase_change=aggregated_table("phase_change"),
         settings=settings_file("formation"),
     output:
+        verdicts=FM_VERDICTS,
         answers=FM_ANSWERS,
+    params:
+        paths=named_paths,
     log:
         "logs/formation/answers.log",
     benchmark:
         "results/benchmarks/formation/answers.tsv"
     shell:
-        "inductionlab formation-answers --table {input.table} "
-        "--behaviour-settings {input.behaviour} --settings {input.settings} "
-        "--answers {output.answers} > {log} 2>&1"
+        command_line("formation-answers")
 
 
+# every length the period test measures on the study's models: the configured ones and the
+# untrained periods on either side of the task's range
+FM_TASK_SPEC = task_from_dict(resolve_task(config, FM_TASK))
+FM_PERIODS = period_test_lengths(config["behaviour"]["period_lengths"], FM_TASK_SPEC,
+                                 FM_TASK_SPEC.seq_len)
 FM_VALUES = dict(task=FM_TASK, variants=list(FM_MODELS), models=list(FM_MODELS.values()),
-                 periods=config["behaviour"]["period_lengths"], half=FM_HALF,
-                 max_span=FM_MAX_SPAN, min_r2=FM_MIN_R2, same_time_factor=FM_SAME_TIME_FACTOR,
-                 same_time=FM_SAME_TIME)
+                 periods=FM_PERIODS, half=FM_HALF, solves=FM_SOLVES, max_span=FM_MAX_SPAN,
+                 min_r2=FM_MIN_R2, same_time_factor=FM_SAME_TIME_FACTOR)
 FM_WORDS = section_prose("prose.yaml", model="", **FM_VALUES)
 FM_METRICS = {
-    "task": ["loss_pred", "floor_loss_pred", "acc_pred", "floor_acc_pred", "write_up_loss_pred",
-             "write_up_acc_pred"] + [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]],
+    "task": ["loss_pred", "floor_loss_pred", "floor_scored_loss_pred", "acc_pred",
+             "floor_acc_pred", "floor_scored_acc_pred", "write_up_loss_pred",
+             "write_up_floor_loss_pred", "write_up_acc_pred", "write_up_floor_acc_pred"],
+    "periods": [f"period{n}_{what}" for n in FM_PERIODS for what in ("acc", "task_acc")],
     "heads": ["previous_token", "previous_token_chance", "previous_token_head", "induction",
               "induction_control", "induction_content", "induction_chance", "induction_head",
               "positional_induction_head", "k_composition", "k_composition_baseline",
-              "ablation_induction_score", "ablation_left", "keys_ablation_left"],
-    "timing": ["loss_midpoint", "loss_span", "loss_phase_change", "content_midpoint",
-               "content_span", "content_phase_change", "midpoint_gap"],
+              "keys_ablation_left"],
+    "timing": ["loss_midpoint", "loss_span", "content_midpoint", "content_span", "midpoint_gap"],
 }
 
 report_section(
@@ -100,15 +109,13 @@ report_section(
     tables=[
         {"path": FM_ANSWERS, "caption": FM_WORDS["answers_table"],
          "where": {"metric": list(FM_QUESTIONS.values())}, "columns": ["variant", "metric", "text"]},
+        {"path": FM_VERDICTS, "caption": FM_WORDS["verdicts_table"], "appendix": True,
+         "columns": ["variant", "seed", "question", "status", "value", "low", "high", "note"]},
     ] + [
         {"path": FM_SUMMARY, "caption": FM_WORDS[f"{part}_table"], "models": FM_SIDE_BY_SIDE,
          "spread": {"index": ["metric"], "metrics": metrics}}
         for part, metrics in FM_METRICS.items()
     ] + [
-        {"path": FM_TABLE, "caption": FM_WORDS["heads_per_seed"], "appendix": True,
-         "where": {"metric": ["previous_token", "induction", "induction_content",
-                              "k_composition", "ablation_left", "content_midpoint"]},
-         "columns": ["variant", "seed", "metric", "value", "low", "high", "note"]},
     ],
     # what each retrained model does, whether or not it built the textbook circuit: which
     # components copy or suppress the letter k back, and when its loss and best head moved

@@ -25,10 +25,48 @@ def period_sequences(task: TaskConfig, period: int, n: int, seed: int) -> torch.
     return repeat_blocks(blocks, -(-task.seq_len // period))[:, :task.seq_len]
 
 
+def trained_periods(task) -> list[int]:
+    """The periods a task's sequences repeat with, as its sampler draws them: every period of
+    a ``variable_period`` task's range, the block length of any other kind."""
+    if hasattr(task, "min_period"):
+        return list(range(task.min_period, task.max_period + 1))
+    return [int(task.block_len)]
+
+
+def period_test_lengths(configured, own=None, seq_len: int = 24) -> list[int]:
+    """The block lengths of the period test of a model trained on ``own``: the configured
+    ones, and for a task whose period ranges over several values the untrained lengths on
+    either side of that range (2 … min − 1 and max + 1 … ⌊T/2⌋, a block that repeats at
+    least once in ``seq_len`` tokens), so that what the model never saw is tested. A task
+    with one period (the write-up's) is tested on the configured lengths alone."""
+    lengths = set(int(p) for p in configured)
+    if own is not None:
+        trained = trained_periods(own)
+        if len(trained) > 1:
+            lengths |= set(range(2, min(trained))) | set(range(max(trained) + 1, seq_len // 2 + 1))
+    return sorted(lengths)
+
+
+def split_ties_accuracy(probs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Argmax accuracy of next-letter distributions ``probs`` [..., V] on ``targets`` [...],
+    ties split evenly: 1 / (number of letters tied at the top) where the target is one of
+    them, else 0."""
+    top = probs.max(-1, keepdim=True).values
+    tied = torch.isclose(probs, top, rtol=0, atol=1e-12)
+    hit = tied.gather(-1, targets[..., None])[..., 0]
+    return hit.double() / tied.sum(-1).double()
+
+
 @torch.no_grad()
-def period_measures(model, task: TaskConfig, periods, n: int, seed: int) -> dict[str, Measure]:
+def period_measures(model, task: TaskConfig, periods, n: int, seed: int,
+                    own=None) -> dict[str, Measure]:
     """The period test: ``period{p}_acc``, teacher-forced argmax accuracy on
-    :func:`period_sequences` of each period p, with its bootstrap interval over sequences.
+    :func:`period_sequences` of each period p of :func:`period_test_lengths`, with its
+    bootstrap interval over sequences; with the model's own task ``own``, also
+    ``period{p}_trained`` (1 when the task's sampler draws period p, else 0: an untrained
+    length) and ``period{p}_task_acc``, the accuracy of that task's Bayes-optimal predictor
+    on the same blocks and predictions (ties split). A flat curve over the trained periods
+    is what that predictor does; only the untrained ones show a rule that holds beyond them.
 
     Scored are the predictions made at positions i >= p, where the current letter has
     occurred before (p back); they predict tokens p + 1 .. T - 1. The first letter of the
@@ -40,10 +78,15 @@ def period_measures(model, task: TaskConfig, periods, n: int, seed: int) -> dict
     at none elsewhere.
     """
     out = {}
-    for p in dict.fromkeys(periods):
+    trained = set(trained_periods(own)) if own is not None else set()
+    for p in period_test_lengths(periods, own, task.seq_len):
         seq = period_sequences(task, p, n, seed)
         correct = (_logits(model, seq)[:, p:-1].argmax(-1) == seq[:, p + 1:]).float()
         out[f"period{p}_acc"] = mean_measure(correct.mean(-1), correct.mean().item())
+        if own is not None:
+            out[f"period{p}_trained"] = Measure(float(p in trained))
+            predictor = split_ties_accuracy(own.bayes_probs(seq)[:, p:-1], seq[:, p + 1:])
+            out[f"period{p}_task_acc"] = mean_measure(predictor.mean(-1))
     return out
 
 

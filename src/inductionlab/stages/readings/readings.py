@@ -48,6 +48,8 @@ from ...analysis.roles import (ANTI_COPYING, COPYING, INDUCTION, ROLES_COLUMN, c
 
 CONTENT, POSITION, NONE = "content", "position", "none"
 PERIOD = re.compile(r"^period(\d+)_acc$")
+TRAINED = re.compile(r"^period(\d+)_trained$")  # 1: the model's own task draws this period
+TASK_ACC = "period{}_task_acc"  # its task's Bayes predictor on the same blocks
 
 
 def _reading(roles: str) -> str:
@@ -78,10 +80,27 @@ def period_lengths(behaviour: pd.DataFrame) -> list[int]:
     return sorted({int(m.group(1)) for m in map(PERIOD.match, behaviour["metric"].astype(str)) if m})
 
 
+def trained_lengths(behaviour: pd.DataFrame) -> list[int]:
+    """The period-test lengths one model's behaviour rows mark as trained, ascending."""
+    return sorted({int(m.group(1)) for name, v in zip(behaviour["metric"], behaviour["value"])
+                   if (m := TRAINED.match(str(name))) and v == 1})
+
+
+def own_task(behaviour: pd.DataFrame) -> str:
+    """The name of the task one model trained on, from its behaviour rows ("" if none say)."""
+    if "task" not in behaviour:
+        return ""
+    names = behaviour.loc[behaviour["metric"] == "loss_pred", "task"].dropna().astype(str)
+    return names.iloc[0] if len(names) else ""
+
+
 def content_or_position(head_scores: pd.DataFrame, behaviour: pd.DataFrame) -> pd.DataFrame:
     """One row per model: the best last-layer head's induction score, control, content part
     and chance (means over seeds, with min and max), how many seeds read content /
-    position / none, and the period test's mean accuracy per block length."""
+    position / none, its task and the period-test lengths that task trains
+    (``trained_periods``, space-separated; empty where the behaviour table does not mark
+    them), and the period test's mean accuracy per block length with the task predictor's
+    (``period{n}_task_acc``)."""
     heads = best_heads(head_scores)
     lengths = period_lengths(behaviour)
     rows = []
@@ -93,11 +112,15 @@ def content_or_position(head_scores: pd.DataFrame, behaviour: pd.DataFrame) -> p
         for reading in (CONTENT, POSITION, NONE):
             row[f"seeds_{reading}"] = int((mine["reading"] == reading).sum())
         b = behaviour[behaviour["variant"] == variant]
+        row["task"] = own_task(b)
+        row["trained_periods"] = joined_offsets(trained_lengths(b))
         for n in lengths:
             values = b.loc[b["metric"] == f"period{n}_acc", "value"].astype(float)
             row[f"period{n}_acc"] = float(values.mean()) if len(values) else np.nan
             row[f"period{n}_acc_min"] = float(values.min()) if len(values) else np.nan
             row[f"period{n}_acc_max"] = float(values.max()) if len(values) else np.nan
+            task_acc = b.loc[b["metric"] == TASK_ACC.format(n), "value"].astype(float)
+            row[TASK_ACC.format(n)] = float(task_acc.mean()) if len(task_acc) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
 
