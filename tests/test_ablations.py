@@ -10,11 +10,12 @@ from helpers import SCHEMA, stage_settings, tiny_spec
 from handbuilt import InductionCircuitModel
 from inductionlab.core.ablation_plan import (BASELINE, KINDS, Ablation, check_fits, expand_entries,
                                         expand_entry)
-from inductionlab.stages.ablations.ablations import AblatedModel, HeadAblation, StreamChoice, ablation_table, head_means
+from inductionlab.stages.ablations.ablations import (ABLATIONS, AblatedModel, HeadAblation, StreamChoice,
+                                                    ablation_table, head_means)
 from inductionlab.stages.behaviour.behaviour import evaluation_samples
 from inductionlab.cli import main
 from inductionlab.config import ConfigError, validate_config
-from inductionlab.core.data import TaskConfig
+from inductionlab.core.data import TaskConfig, control_sample
 from inductionlab.core.task_kinds import TaskSample
 from inductionlab.core.metrics import task_metrics
 from inductionlab.core.model import AttentionOnlyTransformer, ModelConfig, build_model
@@ -145,6 +146,79 @@ def test_stripes_are_saved_present_and_gone(circuit_table):
     assert offset(arrays["baseline"][1, 0]) > 0.55
     assert offset(arrays["qk_from_embedding_L1"][1, 0]) < 0.2
     assert "smear_off" not in arrays  # skipped: nothing ran, nothing saved
+
+
+# ---------------------------------------------------------------- the content part left
+
+LEFT = "induction_content_left_L1H0"
+
+
+@pytest.fixture(scope="module")
+def circuit_content():
+    """The hand-built circuit's K-composition ablations with the positional control."""
+    torch.set_num_threads(1)
+    model = InductionCircuitModel()
+    task = TaskConfig(vocab_size=8)
+    n = 256
+    sample, distinct = evaluation_samples(task, n, 0)
+    ablations = expand_entries([{"kind": "composition_table"}, {"kind": "remove_head_from_keys"},
+                                {"kind": "smear_off"}], model.cfg)
+    frame, _ = ablation_table(model, ablations, task, TaskSample(distinct, sample.sources), distinct,
+                              ["ABCDEFABCDEF"], local_window=3, control=control_sample(n, task, 0),
+                              seed=0)
+    return frame.set_index("ablation")
+
+
+def _left(row):
+    return row[LEFT], row[f"{LEFT}_low"], row[f"{LEFT}_high"]
+
+
+def test_the_induction_head_has_a_content_part_to_lose(circuit_content):
+    base = circuit_content.loc["baseline"]
+    # score − control: about chance on random letters, so well below the score itself
+    assert 0.5 < base["induction_content_L1H0"] < base["induction_L1H0"] - 0.05
+    assert {"induction_content_L1H1", f"{LEFT}_low", f"{LEFT}_high",
+            "induction_content_left_L1H1"} <= set(circuit_content.columns)
+    # layer 0 reads no earlier head: nothing to take out of its keys
+    assert not any(c.startswith("induction_content") and "_L0" in c for c in circuit_content.columns)
+
+
+def test_removing_the_previous_token_head_from_the_keys_leaves_no_content(circuit_content):
+    share, low, high = _left(circuit_content.loc["remove_L0H0_from_keys_L1"])
+    assert share == pytest.approx(0.0, abs=0.05)
+    assert low <= share <= high <= 0.5
+
+
+def test_removing_an_idle_head_from_the_keys_leaves_all_the_content(circuit_content):
+    share, low, high = _left(circuit_content.loc["remove_L0H1_from_keys_L1"])
+    assert share == pytest.approx(1.0, abs=1e-4)
+    assert 0.5 < low <= share <= high
+
+
+def test_keys_from_the_embedding_leave_at_most_half_the_content(circuit_content):
+    for name in ("plus_q_L1", "qk_from_embedding_L1"):
+        share, low, high = _left(circuit_content.loc[name])
+        assert low <= share <= high <= 0.5, name
+    share, low, high = _left(circuit_content.loc["plus_k_L1"])  # keys keep the composition
+    assert 0.5 < low <= share <= high
+
+
+def test_the_share_left_is_paired_with_the_baseline(circuit_content):
+    # the baseline and an ablation that changes nothing resample the same sequences: their
+    # shares are 1 in every replicate, where independent resamples would spread
+    assert _left(circuit_content.loc["baseline"]) == (1.0, 1.0, 1.0)
+    assert _left(circuit_content.loc["qk_full_L1"]) == (1.0, 1.0, 1.0)
+
+
+def test_a_skipped_ablation_leaves_no_share(circuit_content):
+    row = circuit_content.loc["smear_off"]
+    assert row["status"].startswith("skipped") and all(np.isnan(_left(row)))
+    assert np.isnan(row["induction_content_L1H0"])
+
+
+def test_without_the_control_there_is_no_content_part(circuit_table):
+    frame, _ = circuit_table
+    assert not any(c.startswith("induction_content") for c in frame.columns)
 
 
 # ---------------------------------------------------------------- each mechanism
@@ -400,6 +474,13 @@ def test_stage_writes_one_tidy_row_per_ablation(stage):
     ran = frame.loc[frame["status"] == "ok", "ablation"].tolist()
     assert sorted(arrays["names"].tolist()) == sorted(ran)
     assert all(arrays[name].shape == (2, 4, 24, 24) for name in ran)
+    # every column is declared; the content part's share left is read per head of layer 1
+    assert ABLATIONS.require(*frame.columns)
+    lefts = [c for c in frame.columns if c.startswith("induction_content_left_")]
+    assert lefts == [f"induction_content_left_L1H{h}{end}" for h in range(4)
+                     for end in ("", "_low", "_high")]
+    assert ABLATIONS.unit("induction_content_left_L1H0") is None
+    assert ABLATIONS.unit("induction_content_L1H0") == "share of attention"
 
 
 def test_stage_records_the_skips_of_a_one_layer_model(stage):

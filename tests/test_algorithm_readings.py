@@ -2,7 +2,8 @@
 import pandas as pd
 
 from inductionlab.stages.readings.readings import algorithm_row, algorithm_table, offset_sets
-from inductionlab.report.algorithm_readings import _ranges, algorithm_readings, sentence
+from inductionlab.formatting.numbers import ranges_phrase as _ranges
+from inductionlab.report.algorithm_readings import algorithm_readings, sentence
 
 
 def said(profile, fit):

@@ -258,3 +258,26 @@ def test_first_token_scores_attention_on_key_zero():
     row = _scores(FixedPatternCopyModel(sink))[0]
     assert row["first_token"] == pytest.approx(1.0)
     assert row["induction"] == pytest.approx(0.0) and row["first_block"] == pytest.approx(0.0)
+
+
+def test_content_replicates_are_those_of_the_content_interval():
+    from inductionlab.analysis.uncertainty import RESAMPLES, percentile_interval
+    from inductionlab.core.data import control_sample
+
+    task, n = TaskConfig(vocab_size=8), 128
+    sample, distinct = evaluation_samples(task, n, seed=0)
+    control = control_sample(n, task, 0)
+    model = InductionCircuitModel()
+    frame, _, replicates = head_score_table(model, sample, distinct, 3, control_tokens=control,
+                                            intervals=True, seed=2, content_replicates=True)
+    assert [r.shape for r in replicates] == [(RESAMPLES, 2), (RESAMPLES, 2)]
+    for r in frame.itertuples():
+        low, high = percentile_interval(replicates[r.layer][:, r.head])
+        assert (low, high) == (r.induction_content_low, r.induction_content_high)
+        assert low - 1e-6 <= r.induction_content <= high + 1e-6
+    # the same sample sizes and seed resample the same sequences: a second pass is paired
+    _, _, again = head_score_table(model, sample, distinct, 3, control_tokens=control, seed=2,
+                                   copying=False, content_replicates=True)
+    assert all((a == b).all() for a, b in zip(replicates, again))
+    with pytest.raises(ValueError, match="control"):
+        head_score_table(model, sample, distinct, 3, content_replicates=True)

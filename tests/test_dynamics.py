@@ -12,6 +12,7 @@ from inductionlab.stages.dynamics.dynamics import (BEST_INDUCTION, BEST_INDUCTIO
                                    best_induction_heads, decide_formed, induction_layers,
                                    read_phase_change)
 from inductionlab.stages.dynamics.loss_pca import pca, per_token_loss_pca
+from inductionlab.analysis.uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE
 from inductionlab.stages.dynamics.phase_change import PHASE_CHANGE
 from inductionlab.stages.dynamics.plots import (pca_trajectories, phase_change_figure,
                                                 write_dynamics_figures)
@@ -166,8 +167,10 @@ def test_per_token_losses_are_one_shared_set(staged, tmp_path):
     assert NO_LAYER_NOTE in fit["note"] and fit["formed"] == 0.0
     both = phase[(phase["variant"] == "one_layer") & (phase["metric"] == "coincidence")].iloc[0]
     assert np.isnan(both["value"]) and "not measured" in both["note"]
+    assert both["verdict"] == NOT_MEASURED
     reread = read_phase_change(tmp_path / "phase.csv")
     assert reread["shape"].dropna().map(type).eq(str).all()
+    assert set(reread["verdict"]) <= {HOLDS, FAILS, TOO_CLOSE, NOT_MEASURED}
 
 
 def test_pca_rejects_different_evaluation_sets(staged, tmp_path):
@@ -256,15 +259,17 @@ def test_phase_change_of_a_two_layer_model_at_the_same_time():
         assert fit["midpoint"] == pytest.approx(1000, rel=0.1)
         assert fit["midpoint_low"] <= 1000 * 1.05 and fit["midpoint_high"] >= 1000 * 0.95
         assert fit["one_drop"] == 1.0 and fit["r2"] > 0.99
+        assert fit["verdict"] == HOLDS      # judged with the span's interval
     assert induction["formed"] == 1.0 and induction["drop"] == pytest.approx(-0.5, abs=0.02)
     assert both["value"] < np.log(2) and both["low"] <= both["value"] <= both["high"]
+    assert both["verdict"] == HOLDS
     assert "layer 1" in induction["definition"] and "ln(step + 1)" in loss["definition"]
 
 
 def test_phase_changes_far_apart_do_not_coincide():
     frame = _synthetic(_rising(centre=30), n_layers=2, best=(1, 2), loss_centre=3000)
     both = phase_change_table(frame, ROLES, [1]).set_index("metric").loc["coincidence"]
-    assert both["low"] > np.log(2)
+    assert both["low"] > np.log(2) and both["verdict"] == FAILS
 
 
 def test_a_smooth_loss_is_no_phase_change_but_has_a_midpoint_to_compare():
@@ -272,14 +277,17 @@ def test_a_smooth_loss_is_no_phase_change_but_has_a_midpoint_to_compare():
     loss = frame["metric"] == "loss_pred"
     frame.loc[loss, "value"] = np.exp(-frame.loc[loss, "step"].to_numpy() / 1000.0)
     table = phase_change_table(frame, ROLES, [1]).set_index("metric")
-    assert table.loc["loss_pred", "shape"] == "smooth"
+    assert table.loc["loss_pred", "shape"] == "smooth" and table.loc["loss_pred", "verdict"] == FAILS
     assert np.isfinite(table.loc["coincidence", "value"])
+    assert table.loc["coincidence", "verdict"] in (HOLDS, TOO_CLOSE, FAILS)
     # a flat loss has no midpoint: nothing to compare
     rng = np.random.default_rng(0)
     frame.loc[loss, "value"] = 2.0 + rng.normal(0, 0.01, loss.sum())
     table = phase_change_table(frame, ROLES, [1]).set_index("metric")
     assert table.loc["loss_pred", "shape"] == "flat"
     assert np.isnan(table.loc["coincidence", "value"]) and "flat" in table.loc["coincidence", "note"]
+    assert table.loc["coincidence", "verdict"] == NOT_MEASURED
+    assert table.loc["loss_pred", "verdict"] == FAILS
 
 
 def test_flat_induction_content_says_none_formed():
@@ -290,6 +298,7 @@ def test_flat_induction_content_says_none_formed():
     assert ("no induction head formed: at the last checkpoint the best head by content part, "
             "L1H0, has a content part of 0.050 (needs 0.2)") in table.loc["induction_content", "note"]
     assert np.isnan(table.loc["coincidence", "value"])
+    assert table.loc["coincidence", "verdict"] == NOT_MEASURED
     assert "no induction head formed" in table.loc["coincidence", "note"]
     strict = phase_change_table(_synthetic(_rising(), best=(1, 2)), {**ROLES, "above_chance": 0.6}, [1])
     assert strict.set_index("metric").loc["induction_content", "formed"] == 0.0
@@ -303,6 +312,7 @@ def test_one_layer_model_is_the_control():
     assert fit["shape"] == PHASE_CHANGE  # what the detector says of the control's best head
     assert table.loc["loss_pred", "shape"] == PHASE_CHANGE  # the loss still counts
     assert np.isnan(table.loc["coincidence", "value"])
+    assert table.loc["coincidence", "verdict"] == NOT_MEASURED
 
 
 def test_a_model_without_induction_layers_follows_every_layer():

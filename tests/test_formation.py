@@ -48,16 +48,17 @@ def test_the_handbuilt_circuit_answers_every_question():
     model = InductionCircuitModel(vocab_size=26)
     scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
                                                      "model_config": model.cfg.to_dict()})
-    frame = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4])
+    frame = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE)
     by = frame.set_index("metric")
     assert by.loc["previous_token", "note"] == "L0H0" and by.loc["previous_token", "value"] > 0.95
     assert by.loc["previous_token_head", "value"] == 1.0
     assert by.loc["induction", "note"] == "L1H0" and by.loc["induction", "value"] > 0.8
     assert by.loc["induction_head", "value"] == 1.0 and by.loc["positional_induction_head", "value"] == 0.0
     assert by.loc["k_composition", "value"] > by.loc["k_composition_baseline", "value"]
-    assert by.loc["ablation_left", "value"] <= 0.5
-    assert by.loc["keys_ablation_left", "value"] <= 0.5
-    assert by.loc["loss_phase_change", "value"] == 1.0 and by.loc["content_phase_change", "value"] == 0.0
+    # the previous-token head is needed (its whole interval at most one half), the idle one is not
+    assert by.loc["keys_left_L0H0", "high"] <= 0.5
+    assert by.loc["keys_left_L0H1", "low"] > 0.5
+    assert by.loc["keys_ablation_left", "high"] <= 0.5
     assert by.loc["midpoint_gap", "value"] == pytest.approx(0.29)
     # a model trained on the write-up's task reports its own numbers as the write-up's
     assert by.loc["write_up_loss_pred", "value"] == pytest.approx(0.1)
@@ -67,11 +68,12 @@ def test_a_head_looking_five_back_is_no_induction_head_on_a_moving_copy():
     model = ShiftCopyModel(shift=5)
     scores, composition, ablations = _tables(model, {"variant": "shift", "seed": 0,
                                                      "model_config": model.cfg.to_dict()})
-    by = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4]).set_index("metric")
+    by = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE).set_index("metric")
     assert by.loc["induction_head", "value"] == 0.0
     # one layer: nothing later to compose into, said so
-    assert math.isnan(by.loc["ablation_left", "value"])
-    assert "one layer" in by.loc["ablation_left", "note"]
+    assert math.isnan(by.loc["keys_ablation_left", "value"])
+    assert "one layer" in by.loc["keys_ablation_left", "note"]
+    assert not any(str(m).startswith("keys_left_") for m in by.index)
 
 
 def test_the_study_s_settings_are_checked_against_the_config():
@@ -94,33 +96,31 @@ def test_the_study_s_settings_are_checked_against_the_config():
                         "study's retrained 'one_layer'; rename the variant"]
 
 
-def test_the_answers_in_words_follow_the_table():
-    from inductionlab.experiments.formation.answers import formation_answers
+def test_the_answers_of_the_handbuilt_circuit_follow_its_tables():
+    from inductionlab.experiments.formation.answers import QUESTIONS, formation_answers
 
     model = InductionCircuitModel(vocab_size=26)
-    scores, composition, ablations = _tables(model, {"variant": "circuit", "seed": 0,
-                                                     "model_config": model.cfg.to_dict()})
-    one = formation_table(scores, composition, ablations, BEHAVIOUR, PHASE, [4])
-    shift = ShiftCopyModel(shift=5)
-    base = formation_table(*_tables(shift, {"variant": "shift", "seed": 0,
-                                            "model_config": shift.cfg.to_dict()}),
-                           BEHAVIOUR, PHASE, [4])
-    frame = pd.concat([one.assign(variant="circuit_vp", seed=s) for s in (0, 1)]
-                      + [base.assign(variant="circuit", seed=s) for s in (0, 1)])
-    from inductionlab.experiments.formation.answers import QUESTIONS
-
-    answers = formation_answers(frame, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
-    answers.index = [next((k for k, w in QUESTIONS.items() if w == m), m) for m in answers.index]
-    assert answers["previous_token_head"].startswith("yes: a layer-0 previous-token head in 2 of 2")
-    assert answers["induction_head"].startswith("yes")
-    assert answers["k_composition"].startswith("yes, from the previous-token head")
-    assert answers["abrupt"].startswith("no") and answers["same_time"].startswith("yes")
-    assert answers["sentence"].startswith("circuit_vp: a layer-0 previous-token head yes;")
+    one = formation_table(*_tables(model, {"variant": "circuit", "seed": 0,
+                                           "model_config": model.cfg.to_dict()}),
+                          BEHAVIOUR, PHASE)
+    frame = pd.concat([one.assign(variant="circuit_vp", seed=s) for s in (0, 1)])
+    phase = pd.concat([PHASE.assign(variant="circuit_vp", seed=s, formed=1.0,
+                                    verdict=["holds", "fails", "holds"]) for s in (0, 1)])
+    _, answers = formation_answers(frame, phase, {"circuit": "circuit_vp"}, "vp")
+    text = answers.set_index("metric")["text"]
+    text.index = [next((k for k, w in QUESTIONS.items() if w == m), m) for m in text.index]
+    assert text["previous_token_head"].startswith("in 2 of 2 seeds (the previous-token head: L0H0")
+    assert text["induction_head"].startswith("in 2 of 2 seeds")
+    assert text["k_composition"].startswith("in 2 of 2 seeds")
+    assert text["needed_heads"] == "needs L0H0 in 2 of 2 seeds"
+    assert text["abrupt"].startswith("in 0 of 2") and text["same_time"].startswith("in 2 of 2")
+    assert text["sentence"].startswith("circuit_vp (trained on vp; 2 seeds): an induction head in 2 of 2")
     # one seed without the role: counted, not rounded away
     mixed = frame.copy()
     mixed.loc[(mixed["seed"] == 1) & (mixed["metric"] == "previous_token_head"), "value"] = 0.0
-    text = formation_answers(mixed, {"circuit": "circuit_vp"}, [4]).set_index("metric")["text"]
-    assert text[QUESTIONS["previous_token_head"]].startswith("in 1 of 2 seeds")
+    _, answers = formation_answers(mixed, phase, {"circuit": "circuit_vp"}, "vp")
+    assert answers.set_index("metric")["text"][QUESTIONS["previous_token_head"]].startswith(
+        "in 1 of 2 seeds")
 
 
 def test_a_highlight_reads_words_from_a_table_of_words(tmp_path):

@@ -5,9 +5,12 @@ import math
 import numpy as np
 import pytest
 
+from inductionlab.analysis.uncertainty import FAILS, HOLDS, NOT_MEASURED, TOO_CLOSE
+from inductionlab.core.loading import checkpoint_steps
 from inductionlab.stages.dynamics.phase_change import (FLAT, MAX_SPAN, MIN_R2, PHASE_CHANGE, SMOOTH,
                                                 TWO_DROPS, LogisticFit, classify_shape,
-                                                fit_logistic, logistic_curve, same_time,
+                                                effective_points, fit_logistic, logistic_curve,
+                                                phase_change_verdict, residual_scale, same_time,
                                                 span_of_width)
 
 # checkpoint steps like a training run's: step 0, then log-spaced steps from 1 to 10000
@@ -210,3 +213,120 @@ INDEX = np.arange(len(STEPS))
 def test_bad_input_raises(steps, values, message):
     with pytest.raises(ValueError, match=message):
         fit_logistic(steps, values)
+
+
+# ------------------------------------------------------------------ intervals and verdicts
+#
+# Known answers on the training schedule's checkpoints (10000 steps, 40 asked: half
+# log-spaced, half regular), 40 independent curves each.
+
+SCHEDULE = np.array(checkpoint_steps(10000, 40), dtype=float)
+SCHEDULE_U = np.log(SCHEDULE + 1.0)
+FITS = 40
+
+
+def schedule_logistic(midpoint, span, start=1.0, end=0.0):
+    """A logistic in ln(step + 1) at SCHEDULE with 10-90 % ``span`` (a factor in steps)."""
+    width = math.log(span) / (2.0 * math.log(9.0))
+    return end + (start - end) / (1.0 + np.exp((SCHEDULE_U - math.log(midpoint + 1.0)) / width))
+
+
+def smooth_deviation(rng, amplitude=0.03):
+    """A slow sinusoid in ln(step + 1), one to two periods over the run, random phase: how
+    a training curve departs from its logistic over many checkpoints at once."""
+    period = rng.uniform(4.0, 8.0)
+    return amplitude * np.sin(2.0 * np.pi * SCHEDULE_U / period + rng.uniform(0.0, 2.0 * np.pi))
+
+
+def test_midpoint_interval_covers_despite_a_smooth_deviation():
+    # logistic (midpoint 1000, span 2) + smooth deviation of 3 % of the drop + white noise:
+    # resampling the residuals as independent covered the true midpoint in 15 of 40 fits
+    covered = 0
+    for k in range(FITS):
+        rng = np.random.default_rng(1000 + k)
+        values = schedule_logistic(1000, 2.0) + smooth_deviation(rng) + 0.01 * rng.standard_normal(len(SCHEDULE))
+        fit = fit_logistic(SCHEDULE, values, seed=k)
+        covered += fit.midpoint_low <= 1000 <= fit.midpoint_high
+    assert covered >= 36, f"the 95 % midpoint interval covered the true midpoint in {covered} of {FITS} fits"
+
+
+def test_a_clean_sharp_logistic_holds_as_a_phase_change():
+    # span 2 and white noise: the intervals stay narrow enough to say so
+    verdicts = []
+    for k in range(FITS):
+        rng = np.random.default_rng(2000 + k)
+        fit = fit_logistic(SCHEDULE, schedule_logistic(1000, 2.0) + 0.02 * rng.standard_normal(len(SCHEDULE)),
+                           seed=k)
+        verdicts.append(phase_change_verdict(fit))
+        assert fit.midpoint_high / fit.midpoint_low < 1.2, fit
+    assert verdicts.count(HOLDS) >= 36, verdicts
+
+
+def test_a_span_near_the_limit_is_not_called_a_phase_change_on_its_point_estimate():
+    # true span 2.8 (< 3) and noise 0.03: the point estimate says "phase change" in most fits,
+    # but the span's interval reaches past 3 in most of them
+    verdicts = []
+    for k in range(FITS):
+        rng = np.random.default_rng(2000 + k)
+        fit = fit_logistic(SCHEDULE, schedule_logistic(1000, 2.8) + 0.03 * rng.standard_normal(len(SCHEDULE)),
+                           seed=k)
+        verdict = phase_change_verdict(fit)
+        verdicts.append(verdict)
+        if fit.span_high > MAX_SPAN:
+            assert verdict != HOLDS, fit
+        else:
+            assert verdict == HOLDS, fit
+    assert verdicts.count(HOLDS) < FITS / 2, verdicts
+    assert verdicts.count(FAILS) <= 2, verdicts
+
+
+def test_same_time_is_too_close_to_call_for_smooth_curves_a_factor_of_1_9_apart():
+    statuses = []
+    for k in range(FITS):
+        rng = np.random.default_rng(3000 + k)
+        first, second = (fit_logistic(SCHEDULE, schedule_logistic(mid, 20.0)
+                                      + 0.02 * rng.standard_normal(len(SCHEDULE)), seed=2 * k + i)
+                         for i, mid in enumerate((300, 570)))
+        assert first.shape == second.shape == SMOOTH
+        statuses.append(same_time(first, second, shapes=(PHASE_CHANGE, SMOOTH))["status"])
+    assert statuses.count(TOO_CLOSE) > FITS / 2 and FAILS not in statuses, statuses
+
+
+def test_same_time_fails_for_a_curve_and_itself_four_times_later():
+    for k in range(10):
+        rng = np.random.default_rng(4000 + k)
+        first, second = (fit_logistic(SCHEDULE, schedule_logistic(mid, 2.0) + smooth_deviation(rng)
+                                      + 0.01 * rng.standard_normal(len(SCHEDULE)), seed=2 * k + i)
+                         for i, mid in enumerate((300, 1200)))
+        assert same_time(first, second)["status"] == FAILS
+
+
+def test_residual_scale_widens_for_autocorrelated_residuals():
+    rng = np.random.default_rng(5)
+    white = rng.standard_normal(40)
+    assert effective_points(white) > 25
+    assert residual_scale(white) == pytest.approx(math.sqrt(40 / 36), rel=0.25)
+    smooth = np.sin(np.linspace(0, 3 * np.pi, 40))
+    assert effective_points(smooth) == 5.0           # at least PARAMETERS + 1
+    assert residual_scale(smooth) == pytest.approx(math.sqrt(40.0))
+    assert residual_scale(np.zeros(10)) == pytest.approx(math.sqrt(10 / 6))
+
+
+def _row(shape=PHASE_CHANGE, span=2.0, low=1.8, high=2.5, r2=0.99):
+    return {"shape": shape, "span": span, "span_low": low, "span_high": high, "r2": r2}
+
+
+def test_phase_change_verdict_rules():
+    assert phase_change_verdict(_row()) == HOLDS
+    assert phase_change_verdict(_row(span=2.8, low=2.4, high=3.3)) == TOO_CLOSE
+    assert phase_change_verdict(_row(shape=SMOOTH, span=3.3, low=2.6, high=4.0)) == TOO_CLOSE
+    assert phase_change_verdict(_row(shape=SMOOTH, span=5.0, low=3.5, high=8.0)) == FAILS
+    assert phase_change_verdict(_row(r2=0.8)) == FAILS
+    assert phase_change_verdict(_row(shape=FLAT)) == FAILS
+    assert phase_change_verdict(_row(shape=TWO_DROPS)) == FAILS
+    assert phase_change_verdict(_row(low=math.nan, high=math.nan)) == NOT_MEASURED
+    # sharp and well fitted, but smooth because its middle lies outside the checkpoints
+    assert phase_change_verdict(_row(shape=SMOOTH)) == NOT_MEASURED
+    fit = fit_logistic(STEPS, logistic(300) + noise(2))
+    assert phase_change_verdict(fit) == HOLDS
+    assert phase_change_verdict(fit_logistic(STEPS, logistic(300), resamples=0)) == NOT_MEASURED

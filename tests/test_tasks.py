@@ -3,7 +3,6 @@ from the sources, and the task settings refused in one line."""
 import math
 import subprocess
 
-import numpy as np
 import pytest
 import torch
 import yaml
@@ -86,64 +85,6 @@ def test_a_predictor_that_knows_the_period_reaches_the_floor():
     assert metrics["acc_pred"] == task.floor().acc_pred
     # uniform over the unpredictable first block: exactly the floor over every target
     assert metrics["loss_all"] == pytest.approx(task.floor().loss_all, rel=1e-6)
-
-
-def _bayes_variable_period(seq, periods, V):
-    """Loss and accuracy of the Bayes predictor at every predictable target of one
-    sequence of letters, written out directly."""
-    losses, hits = [], []
-    n_true = next(n for n in periods if all(seq[t] == seq[t - n] for t in range(n, len(seq))))
-    for t in range(1, len(seq)):
-        w = {m: (V ** -min(t, m)) for m in periods
-             if all(seq[s] == seq[s - m] for s in range(m, t))}
-        total = sum(w.values())
-        p = np.full(V, sum(wm for m, wm in w.items() if t < m) / total / V)
-        for m, wm in w.items():
-            if t >= m:
-                p[seq[t - m]] += wm / total
-        if t >= n_true:
-            losses.append(-math.log(p[seq[t]]))
-            best = np.flatnonzero(np.isclose(p, p.max()))
-            hits.append((seq[t] in best) / len(best))
-    return losses, hits
-
-
-def test_the_variable_period_floor_is_the_bayes_predictor_s_mean():
-    """The exact sum over periods and repetition patterns against the Bayes predictor run
-    on sampled sequences (small vocabulary, so that ambiguous prefixes are common)."""
-    periods, V, T = [2, 3, 4], 3, 10
-    task = task_from_dict({"kind": "variable_period", "vocab_size": V, "seq_len": T,
-                           "min_period": 2, "max_period": 4})
-    floor = task.floor()
-    tokens = task.sample(6000, generator(3, "t")).tokens.tolist()
-    losses, hits = [], []
-    for seq in tokens:
-        l, h = _bayes_variable_period(seq, periods, V)
-        losses += l
-        hits += h
-    se = np.std(losses) / math.sqrt(len(tokens))
-    assert np.mean(losses) == pytest.approx(floor.loss_pred, abs=4 * se)
-    assert np.mean(hits) == pytest.approx(floor.acc_pred, abs=0.01)
-    assert 0 < floor.loss_pred and floor.acc_pred < 1  # ambiguity is real
-
-
-def test_the_random_offset_floor_is_the_bayes_predictor_s_mean():
-    V, T, L, R = 3, 12, 3, 4
-    task = task_from_dict({"kind": "random_offset", "vocab_size": V, "seq_len": T,
-                           "block_len": L, "max_offset": R})
-    sample = task.sample(6000, generator(4, "t"))
-    losses = []
-    for seq, pred in zip(sample.tokens.tolist(), sample.predictable.tolist()):
-        for t in range(1, T):
-            if not pred[t - 1]:
-                continue
-            w = {r: V ** -min(t, r + L) for r in range(R + 1)
-                 if all(seq[s] == seq[s - L] for s in range(r + L, t))}
-            det = sum(wr for r, wr in w.items() if t >= r + L)
-            p = (det * (seq[t] == seq[t - L]) + (sum(w.values()) - det) / V) / sum(w.values())
-            losses.append(-math.log(p))
-    se = np.std(losses) / math.sqrt(len(sample))
-    assert np.mean(losses) == pytest.approx(task.floor().loss_pred, abs=4 * se)
 
 
 def test_distinct_letters_keep_the_copies_and_make_every_fresh_letter_new():
@@ -282,3 +223,8 @@ def test_the_floors_docs_methods_quotes_are_the_computed_ones():
     vp, ro = _task("variable_period").floor(), _task("random_offset").floor()
     assert f"the floor is {vp.loss_pred:.4f} nats and accuracy {vp.acc_pred:.3f}" in text
     assert f"its floor is {ro.loss_pred:.4f} nats with accuracy {ro.acc_pred:g}" in text
+    assert f"accuracy {vp.acc_pred:.3f}, {vp.loss_all:.4f} nats over all targets" in text
+    assert f"bound on scored targets is {vp.scored_loss_pred:.4f} nats" in text
+    assert f"{ro.loss_all:.4f} nats over all targets" in text
+    cross = period_mixture_floor([6], 26, 24, predictor=list(range(3, 9)))
+    assert f"{cross.loss_pred:.4f} nats and accuracy {cross.acc_pred:.4f} in expectation" in text

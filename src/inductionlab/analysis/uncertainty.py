@@ -85,24 +85,38 @@ def bootstrap_interval(numerator, denominator=None, *, seed: int = 0, purpose: s
                        resamples: int = RESAMPLES, level: float = LEVEL):
     """95 % percentile-bootstrap interval (low, high) of Σ num / Σ den over the units
     (first axis); arrays shaped like the trailing axes of ``numerator`` (floats for 1-d)."""
-    low, high = _percentiles(bootstrap_replicates(numerator, denominator, seed=seed,
-                                                  purpose=purpose, resamples=resamples), level)
+    return percentile_interval(bootstrap_replicates(numerator, denominator, seed=seed,
+                                                    purpose=purpose, resamples=resamples), level)
+
+
+def percentile_interval(replicates, level: float = LEVEL):
+    """95 % percentile interval (low, high) of bootstrap replicates [resamples, ...] (NaN
+    replicates left out); arrays shaped like the trailing axes (floats for 1-d)."""
+    low, high = _percentiles(np.asarray(replicates, dtype=np.float64), level)
     if np.ndim(low) == 0:
         return float(low), float(high)
     return low, high
+
+
+def paired_bootstrap_replicates(function, samples, *, seed: int = 0, purpose: str = "",
+                                resamples: int = RESAMPLES) -> np.ndarray:
+    """Bootstrap replicates of ``function(*ratios)``, each ratio Σ num / Σ den of one
+    sample, the samples resampled independently (sample k from (seed, purpose:k): two
+    calls with samples of the same sizes resample the same units, so their replicates
+    are paired). ``samples``: a list of (numerator, denominator)."""
+    reps = [bootstrap_replicates(num, den, seed=seed, purpose=f"{purpose}:{k}",
+                                 resamples=resamples)
+            for k, (num, den) in enumerate(samples)]
+    return function(*reps)
 
 
 def paired_bootstrap_interval(function, samples, *, seed: int = 0, purpose: str = "",
                               resamples: int = RESAMPLES, level: float = LEVEL):
     """Interval of ``function(*ratios)``, each ratio Σ num / Σ den of one sample, the
     samples resampled independently. ``samples``: a list of (numerator, denominator)."""
-    reps = [bootstrap_replicates(num, den, seed=seed, purpose=f"{purpose}:{k}",
-                                 resamples=resamples)
-            for k, (num, den) in enumerate(samples)]
-    low, high = _percentiles(function(*reps), level)
-    if np.ndim(low) == 0:
-        return float(low), float(high)
-    return low, high
+    return percentile_interval(paired_bootstrap_replicates(function, samples, seed=seed,
+                                                           purpose=purpose,
+                                                           resamples=resamples), level)
 
 
 # ---------------------------------------------------------------- exact binomial

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .bayes_predictor import Copying, mixture_probs
 from .seeding import generator
 from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
 
@@ -34,10 +35,18 @@ class TaskConfig:
         return TaskSample(tokens, periodic_sources(periods, torch.zeros(n, dtype=torch.long),
                                                    self.seq_len))
 
+    def bayes_probs(self, tokens: torch.Tensor, scored: bool = False) -> torch.Tensor:
+        """The Bayes predictor on ``tokens`` [B, T]: float64 [B, T, V], row i the distribution
+        of token i + 1 given tokens[:i + 1]: the letter n back from token n on, uniform before
+        and from where a sequence breaks the repeat on (see :mod:`.bayes_predictor`)."""
+        return mixture_probs(tokens, [Copying(self.block_len, self.block_len)], self.vocab_size,
+                             scored)
+
     def floor(self) -> Floor:
-        """Every predictable target is the letter n back: loss 0 and accuracy 1 on them;
-        the first block's n − 1 predicted letters cost ln V each."""
-        return Floor(0.0, 1.0, loss_floor(self))
+        """Every predictable target is the letter n back: loss 0 and accuracy 1 on them,
+        whether or not the predictor is told which they are; the first block's n − 1
+        predicted letters cost ln V each."""
+        return Floor(0.0, 1.0, loss_floor(self), 0.0, 1.0)
 
     def problems(self) -> list[str]:
         return [] if self.block_len >= 1 and self.n_blocks >= 2 else [

@@ -8,11 +8,13 @@ where the repeats start moves, so a copy is not at a fixed position from the sta
 The floor, exactly. Hypotheses r' in 0..max_offset (uniform prior); given a prefix of
 length t, r' is consistent when prefix[s] = prefix[s − n] for r' + n <= s < t, with
 likelihood V^−min(t, r' + n); it predicts the letter n back when t >= r' + n, else a
-uniform letter. For a predictable target (t >= r + n) every r' >= r is consistent, and an
-r' < r is consistent when the k = r − r' letters before the first repeat each happen to
-equal the letter n before them (independent, probability 1/V each), so the expected loss
-is a finite sum over r, t and the number of such chance matches. The predictor always
-puts most mass on the letter n back, which is the target: accuracy 1.
+uniform letter. Before token r + n every token is a fresh letter, equal to the letter n
+before it by chance (probability 1/V, independently), so at target t, with u = min(t, r +
+n), the hypotheses consistent are r' >= u − n − k, k the number of such chance matches
+going back from token u − 1. A predictable target (t >= r + n) is the letter n back; any
+other is fresh, the letter n back with probability 1/V. The expected loss is a finite sum
+over r, t and k. The predictor always puts most mass on the letter n back, which is the
+target when it has a source: accuracy 1 on predictable targets.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .bayes_predictor import Copying, mixture_probs
 from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
 
 
@@ -52,16 +55,41 @@ class RandomOffset:
         tokens = torch.where(t < starts[:, None], prefix, blocks.gather(1, in_block))
         return TaskSample(tokens, periodic_sources(torch.full((n,), L), starts, T))
 
+    def hypotheses(self) -> list[Copying]:
+        """Offset r copies the letter ``block_len`` back from token r + block_len on."""
+        return [Copying(self.block_len, r + self.block_len) for r in range(self.max_offset + 1)]
+
+    def bayes_probs(self, tokens: torch.Tensor, scored: bool = False) -> torch.Tensor:
+        """The Bayes predictor on ``tokens`` [B, T]: float64 [B, T, V], row i the distribution
+        of token i + 1 given tokens[:i + 1] (see :mod:`.bayes_predictor`; ``scored``: told also
+        that token i + 1 has a source)."""
+        return mixture_probs(tokens, self.hypotheses(), self.vocab_size, scored)
+
     def floor(self) -> Floor:
-        V, L, R, T = self.vocab_size, self.block_len, self.max_offset, self.seq_len
-        total = count = 0.0
-        for r in range(R + 1):
-            for t in range(r + L, T):
-                for k in range(r + 1):  # chance matches going back from the first repeat
-                    p_k = V ** -k * ((1 - 1 / V) if k < r else 1.0)
-                    weights = {h: V ** -min(t, h + L) for h in range(r - k, R + 1)}
-                    det = sum(w for h, w in weights.items() if t >= h + L)
-                    p_true = (det + (sum(weights.values()) - det) / V) / sum(weights.values())
-                    total += p_k * -math.log(p_true) / (R + 1)
-                count += 1 / (R + 1)
-        return Floor(total / count, 1.0)
+        """Exact (the module's docstring). Told that the target has a source, every
+        hypothesis left predicts the letter n back, the target: loss 0, accuracy 1."""
+        R, L, T = self.max_offset, self.block_len, self.seq_len
+        losses = [[self.expected_loss(t, r) for t in range(1, T)] for r in range(R + 1)]
+        pred = [loss for r, row in enumerate(losses) for t, loss in enumerate(row, 1) if t >= r + L]
+        return Floor(sum(pred) / len(pred), 1.0, sum(map(sum, losses)) / ((R + 1) * (T - 1)),
+                     0.0, 1.0)
+
+    def expected_loss(self, t: int, r: int) -> float:
+        """E[−ln P(token t | the t tokens before)] of the Bayes predictor over sequences of
+        offset r: a sum over the number k of chance matches (token s equal to token s − n)
+        going back from token min(t, r + n) − 1 to token n."""
+        V, L, R = self.vocab_size, self.block_len, self.max_offset
+        u = min(t, r + L)  # tokens before u match the letter n back only by chance
+        chances = max(0, u - L)
+        total = 0.0
+        for k in range(chances + 1):
+            p_k = V ** -k * ((1 - 1 / V) if k < chances else 1.0)
+            weights = {h: V ** -min(t, h + L) for h in range(max(0, u - L - k), R + 1)}
+            copy = sum(w for h, w in weights.items() if t >= h + L) / sum(weights.values())
+            if t >= r + L:  # the target is the letter n back
+                loss = -math.log(copy + (1 - copy) / V)
+            else:  # a fresh letter: the letter n back with probability 1 / V
+                loss = (-math.log(copy + (1 - copy) / V) / V
+                        - (1 - 1 / V) * math.log((1 - copy) / V))
+            total += p_k * loss
+        return total

@@ -59,19 +59,30 @@ def periodic_sources(periods: torch.Tensor, starts: torch.Tensor, T: int) -> tor
 
 @dataclass(frozen=True)
 class Floor:
-    """The best any predictor can do given the prefix (the Bayes-optimal predictor), in
-    expectation over the task: mean loss and argmax accuracy (ties split) over the
-    predictable targets, and the mean loss over every target (NaN where not computed)."""
+    """What the task's Bayes predictors reach, in expectation over the task (argmax
+    accuracy with ties split; a statistic over predictable targets pools them over
+    sequences).
+
+    ``loss_pred``, ``acc_pred``: the all-target Bayes predictor (the best distribution of
+    every next token given its prefix, the predictor whose loss over every target is
+    lowest), judged on the predictable targets. ``loss_all``: its mean loss over every
+    target, the lowest any predictor can reach there. ``scored_loss_pred``,
+    ``scored_acc_pred``: the predictor told also that the target has a source, judged on
+    the predictable targets: the best any predictor can do where only those targets are
+    scored (it may spend nothing on the others). NaN where not computed."""
 
     loss_pred: float
     acc_pred: float
     loss_all: float = math.nan
+    scored_loss_pred: float = math.nan
+    scored_acc_pred: float = math.nan
 
 
 def declare_task(cls):
     """Class decorator: declare a task kind (a frozen dataclass with a ``kind`` class
-    attribute, ``vocab_size`` and ``seq_len``, ``sample`` and ``floor``). Declaring a
-    kind twice differently is an error."""
+    attribute, ``vocab_size`` and ``seq_len``, ``sample``, ``floor`` and ``bayes_probs``:
+    its Bayes predictor on given sequences, :mod:`.bayes_predictor`). Declaring a kind
+    twice differently is an error."""
     if _KINDS.setdefault(cls.kind, cls) is not cls:
         if _KINDS[cls.kind].__qualname__ != cls.__qualname__:
             raise ValueError(f"task kind {cls.kind!r} is declared twice, differently")

@@ -6,12 +6,14 @@ t − n, t − 2n, ... >= 0 with that sequence's n, so a copy's position moves w
 model must infer n from the prefix: looking a fixed number of positions back does not
 solve it.
 
-The floor is the Bayes-optimal predictor's, computed exactly. Given a prefix of length t,
-P(m | prefix) ∝ P(m) · V^−min(t, m) over the periods m consistent with it (prefix[s] =
-prefix[s − m] for every m <= s < t); the next letter is the mixture over m of "the letter
-m back" (t >= m) and uniform (t < m). Everything the predictor does depends on the block
-only through which of its positions hold equal letters (its repetition pattern, a set
-partition), so the expectation is a finite sum over periods and patterns.
+The floors, exactly. The all-target Bayes predictor (:mod:`.bayes_predictor`): given a
+prefix of length t, P(m | prefix) ∝ P(m) · V^−min(t, m) over the periods m consistent with
+it (prefix[s] = prefix[s − m] for every m <= s < t); the next letter is the mixture over m
+of "the letter m back" (t >= m) and uniform (t < m). Told that the target has a source
+(the true period is at most t), the predictor keeps only the periods m <= t: the bound of
+a predictor judged on the scored targets only. Everything either does depends on the
+block only through which of its positions hold equal letters (its repetition pattern, a
+set partition), so each expectation is a finite sum over periods and patterns.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from .bayes_predictor import Copying, mixture_probs, target_scores
 from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
 
 # the exact floor sums over every repetition pattern of a block of max_period letters
@@ -55,9 +58,19 @@ class VariablePeriod:
         return TaskSample(tokens, periodic_sources(periods, torch.zeros(n, dtype=torch.long),
                                                    self.seq_len))
 
+    @property
+    def periods(self) -> list[int]:
+        return list(range(self.min_period, self.max_period + 1))
+
+    def bayes_probs(self, tokens: torch.Tensor, scored: bool = False) -> torch.Tensor:
+        """The Bayes predictor on ``tokens`` [B, T]: float64 [B, T, V], row i the distribution
+        of token i + 1 given tokens[:i + 1] (see :mod:`.bayes_predictor`; ``scored``: told also
+        that token i + 1 has a source)."""
+        return mixture_probs(tokens, period_hypotheses(self.periods), self.vocab_size, scored)
+
     def floor(self) -> Floor:
-        periods = list(range(self.min_period, self.max_period + 1))
-        return period_mixture_floor(periods, self.vocab_size, self.seq_len)
+        """Exact: a finite sum over periods and repetition patterns (the module's docstring)."""
+        return period_mixture_floor(self.periods, self.vocab_size, self.seq_len)
 
 
 @lru_cache(maxsize=None)
@@ -80,62 +93,37 @@ def pattern_probability(patterns: np.ndarray, vocab: int) -> np.ndarray:
     return np.exp(logp)
 
 
-def period_mixture_floor(periods: list[int], vocab: int, T: int) -> Floor:
-    """The Bayes-optimal predictor of sequences whose period is uniform over ``periods``
-    (each a block tiled to T letters), in expectation: see the module's docstring."""
+def period_hypotheses(periods) -> list[Copying]:
+    """The Bayes predictor's hypotheses for periods ``periods``: period m copies the letter m
+    back from token m on."""
+    return [Copying(m, m) for m in periods]
+
+
+def period_mixture_floor(periods: list[int], vocab: int, T: int,
+                         predictor: list[int] | None = None) -> Floor:
+    """The Bayes predictor of sequences whose period is uniform over ``predictor`` (default
+    ``periods``), in expectation over sequences whose period is uniform over ``periods``
+    (each a block tiled to T letters): see the module's docstring. Every statistic is a
+    ratio of expectations over the targets it pools."""
+    hypotheses = period_hypotheses(periods if predictor is None else predictor)
     prior = 1.0 / len(periods)
-    num_pred = num_acc = num_all = 0.0
-    den_pred = 0.0
+    sums = torch.zeros(5, dtype=torch.float64)  # loss and accuracy pred, loss all, scored pair
+    n_pred = 0.0
     for n in periods:
         patterns = set_partitions(n)
-        prob = pattern_probability(patterns, vocab) * prior  # [P]
-        x = patterns[:, np.arange(T) % n]  # class of every position [P, T]
-        loss, correct = _bayes_predictions(x, periods, vocab, T)  # [P, T] for targets t = 1..T-1
-        targets = np.arange(T)
-        pred = targets >= n  # token t has a source
-        pred[0] = False
-        num_pred += float(prob @ loss[:, pred].sum(1))
-        num_acc += float(prob @ correct[:, pred].sum(1))
-        num_all += float(prob @ loss[:, 1:].sum(1))
-        den_pred += prior * pred.sum()
-    return Floor(num_pred / den_pred, num_acc / den_pred, num_all / (T - 1))
-
-
-def _bayes_predictions(x: np.ndarray, periods: list[int], vocab: int, T: int):
-    """For every sequence (row of class labels ``x`` [P, T]) and target t: the Bayes
-    predictor's loss −ln P(x_t | x_<t) and its argmax accuracy (ties split evenly), [P, T]
-    (column 0 unused)."""
-    P = x.shape[0]
-    labels = int(x.max()) + 1
-    loss = np.zeros((P, T))
-    correct = np.zeros((P, T))
-    # consistent[m][:, t]: x[s] == x[s - m] for every m <= s < t
-    consistent = {}
-    for m in periods:
-        eq = np.ones((P, T + 1), dtype=bool)
-        if m < T:
-            eq[:, m + 1:] = np.cumprod(x[:, m:] == x[:, :-m], axis=1).astype(bool)
-        consistent[m] = eq
-    onehot = np.eye(labels)[x]  # [P, T, labels]
-    for t in range(1, T):
-        weight = np.zeros((P, len(periods)))
-        for k, m in enumerate(periods):
-            weight[:, k] = consistent[m][:, t] * vocab ** (-min(t, m))
-        weight /= weight.sum(1, keepdims=True)
-        uniform = sum(weight[:, k] for k, m in enumerate(periods) if t < m) / vocab \
-            if any(t < m for m in periods) else np.zeros(P)
-        score = np.zeros((P, labels))  # mass on each class's letter beyond the uniform part
-        for k, m in enumerate(periods):
-            if t >= m:
-                score += weight[:, k, None] * onehot[:, t - m]
-        truth = x[:, t]
-        p_true = uniform + score[np.arange(P), truth]
-        loss[:, t] = -np.log(p_true)
-        best = score.max(1)
-        # letters outside every candidate class tie at `uniform`; they win only when no
-        # class has any mass (then V letters tie)
-        none = best <= 0
-        ties = (np.isclose(score, best[:, None], rtol=0, atol=1e-12) & (score > 0)).sum(1)
-        is_best = np.isclose(score[np.arange(P), truth], best, rtol=0, atol=1e-12) & ~none
-        correct[:, t] = np.where(none, 1.0 / vocab, np.where(is_best, 1.0 / np.maximum(ties, 1), 0.0))
-    return loss, correct
+        prob = pattern_probability(patterns, vocab) * prior
+        keep = prob > 0  # a pattern of more classes than letters never occurs
+        x = torch.from_numpy(patterns[keep][:, np.arange(T) % n])  # class of every position
+        prob = torch.from_numpy(prob[keep])
+        pred = torch.arange(1, T) >= n  # target t = i + 1 has a source
+        for rows in torch.arange(len(x)).split(8192):
+            loss, correct = target_scores(mixture_probs(x[rows], hypotheses, vocab), x[rows])
+            s_loss, s_correct = target_scores(
+                mixture_probs(x[rows], hypotheses, vocab, scored=True), x[rows])
+            per_row = torch.stack([loss[:, pred].sum(1), correct[:, pred].sum(1), loss.sum(1),
+                                   s_loss[:, pred].sum(1), s_correct[:, pred].sum(1)], 1)
+            sums += prob[rows] @ per_row
+        n_pred += prior * int(pred.sum())
+    loss_pred, acc_pred, loss_all, s_loss, s_acc = sums.tolist()
+    return Floor(loss_pred / n_pred, acc_pred / n_pred, loss_all / (T - 1),
+                 s_loss / n_pred, s_acc / n_pred)

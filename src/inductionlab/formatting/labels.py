@@ -31,9 +31,15 @@ LABELS = {
     "icl_score": "ICL score: last − first position loss (nats)",
     "suite_acc": "greedy accuracy, suite prompts",
     # the task's floor and the write-up's task, for a model trained on another
-    "floor_loss_pred": "floor: Bayes-optimal loss, predictable targets (nats)",
-    "floor_acc_pred": "floor: Bayes-optimal accuracy, predictable targets",
-    "floor_loss_all": "floor: Bayes-optimal loss, all targets (nats)",
+    "floor_loss_pred": "floor: all-target Bayes predictor, loss on predictable targets (nats)",
+    "floor_acc_pred": "floor: all-target Bayes predictor, accuracy on predictable targets",
+    "floor_loss_all": "floor: all-target Bayes predictor, loss on all targets (nats)",
+    "floor_scored_loss_pred": "bound: predictor judged on scored targets only, loss (nats)",
+    "floor_scored_acc_pred": "bound: predictor judged on scored targets only, accuracy",
+    "write_up_floor_loss_pred": "on the write-up's task: trained task's Bayes predictor, loss on "
+                                "predictable targets (nats)",
+    "write_up_floor_acc_pred": "on the write-up's task: trained task's Bayes predictor, accuracy "
+                               "on predictable targets",
     "write_up_loss_all": "on the write-up's task: loss, all targets (nats)",
     "write_up_loss_pred": "on the write-up's task: loss, predictable targets (nats)",
     "write_up_acc_pred": "on the write-up's task: accuracy, predictable targets",
@@ -221,6 +227,9 @@ _LAYER_SCORE = re.compile(r"^(\w+?)_(mean|max|chance)_L(\d+)$")
 _CHANCE = re.compile(r"^(\w+)_chance$")
 _SCORE_PART = re.compile(r"^(\w+?)_(control|content|low|high|content_low|content_high)$")
 _PERIOD = re.compile(r"^period(\d+)_acc$")
+_PERIOD_MORE = re.compile(r"^period(\d+)_(trained|task_acc)$")
+_PERIOD_WHAT = {"trained": "a trained period (1) or not (0)",
+                "task_acc": "accuracy of the trained task's Bayes predictor"}
 _BEST = re.compile(r"^(\w+)_max$")
 _POS_ARGMAX = re.compile(r"^pos_argmax_offset(\d+)_share$")
 _POS_MARGIN = re.compile(r"^pos_offset(\d+)_margin$")
@@ -244,6 +253,7 @@ _NAME_RULES = (
     (_CHANCE, lambda m: _known(m[1], f"{LABELS.get(m[1])}: chance level")),
     (_SCORE_PART, lambda m: _known(m[1], f"{LABELS.get(m[1])}: {_PARTS[m[2]]}")),
     (_PERIOD, lambda m: f"period test: accuracy on blocks of {m[1]} distinct letters"),
+    (_PERIOD_MORE, lambda m: f"period test, blocks of {m[1]}: {_PERIOD_WHAT[m[2]]}"),
     (_BEST, lambda m: _known(m[1], f"{LABELS.get(m[1])}: best head")),
     (_POS_ARGMAX, lambda m: f"position term: share of rows peaking {m[1]} back"),
     (_POS_MARGIN, lambda m: f"position term: margin {m[1]} back"),

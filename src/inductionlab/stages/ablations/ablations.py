@@ -35,8 +35,8 @@ from ...core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD,
                                    Ablation, check_fits, expand_entries, head_name)
 from ...core.model import NO_INTERVENTION, Intervention, ModelConfig
 from ...core.formats import NATS, SHARE_OF_ATTENTION, declare_table
-from ...analysis.roles import control_column
-from ...analysis.uncertainty import bootstrap_interval, interval_columns
+from ...analysis.roles import INDUCTION, content_column, control_column
+from ...analysis.uncertainty import bootstrap_interval, interval_columns, percentile_interval
 from ...core.metrics import per_token_loss, pooled_units, task_metrics
 from ...core.data import TaskConfig, control_sample
 
@@ -187,18 +187,25 @@ class AblatedModel:
 
 METRICS = ("loss_all", "loss_pred", "acc_pred", "suite_acc")
 PER_SEQUENCE = "_per_sequence"  # a measure's per-sequence losses, used for intervals, not kept
+REPLICATES = "_replicates"  # its induction content part's bootstrap replicates, not kept
+CONTENT = content_column(INDUCTION)  # induction_content: score − positional control
+LEFT = f"{CONTENT}_left"  # the share of the baseline's content part left under an ablation
 SCORES = ("induction", "first_block", "prefix_matching")  # head scores reported per ablation
 LEAD = ["ablation", "kind", "layer", "head", "source_layer", "source_head", "queries_from",
         "keys_from", "values_from", "status"]
 # ablations.csv: one row per ablation; its metrics and their change from the baseline (the
 # losses' with intervals), then per layer l the head scores' mean, max, chance and control
-# (<score>_mean_L<l>, ...) and every head's (<score>_L<l>H<h>).
+# (<score>_mean_L<l>, ...) and every head's (<score>_L<l>H<h>); with the control sample, for
+# every head of a layer >= 1 its induction content part (induction_content_L<l>H<h>) and the
+# share of the baseline's left, with its interval (induction_content_left_L<l>H<h>[_low|_high]).
 ABLATIONS = declare_table(
     "ablations", ["variant", "seed", *LEAD, *METRICS, *(f"delta_{m}" for m in METRICS),
                   *interval_columns("delta_loss_all"), *interval_columns("delta_loss_pred")],
     keys=LEAD,
-    more=r"(%s)(_(mean|max|chance|control_mean|control_max)_L\d+|_L\d+H\d+)" % "|".join(SCORES),
-    units={r"(delta_)?loss_\w+": NATS, "(%s)_.*" % "|".join(SCORES): SHARE_OF_ATTENTION})
+    more=r"(%s)(_(mean|max|chance|control_mean|control_max)_L\d+|_L\d+H\d+)|%s_L\d+H\d+"
+         r"|%s_L\d+H\d+(_low|_high)?" % ("|".join(SCORES), CONTENT, LEFT),
+    units={r"(delta_)?loss_\w+": NATS,
+           "(%s)_(?!content_left_).*" % "|".join(SCORES): SHARE_OF_ATTENTION})  # a share left has none
 
 
 def suite_accuracy(model, prompts: list[str], task) -> float:
@@ -212,7 +219,8 @@ def suite_accuracy(model, prompts: list[str], task) -> float:
 
 @torch.no_grad()
 def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
-            local_window: int, control: torch.Tensor | None = None) -> tuple[dict, list[torch.Tensor]]:
+            local_window: int, control: torch.Tensor | None = None,
+            seed: int = 0) -> tuple[dict, list[torch.Tensor]]:
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
     loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
@@ -221,14 +229,17 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     and max over the heads of each layer and their chance level
     (``induction_mean_L{l}``, ``induction_max_L{l}``, ``induction_chance_L{l}``, ...);
     with a ``control`` sample (random sequences), the same mean and max on it
-    (``induction_control_mean_L{l}``, ...: the positional control).
+    (``induction_control_mean_L{l}``, ...: the positional control), and per head of every
+    layer l >= 1 its induction content part ``induction_content_L{l}H{h}`` with the
+    bootstrap replicates of every layer's (resamples seeded from ``seed``; kept under
+    ``_replicates`` for :func:`content_left`, not a column).
     """
     from ..behaviour.attention import head_score_table
 
     tokens, predictable = sample.tokens, sample.predictable
-    scores, patterns, logits = head_score_table(model, sample, distinct, local_window,
-                                                return_logits=True, copying=False,
-                                                control_tokens=control)
+    scores, patterns, logits, *replicates = head_score_table(
+        model, sample, distinct, local_window, return_logits=True, copying=False,
+        control_tokens=control, seed=seed, content_replicates=control is not None)
     metrics = task_metrics(logits, tokens, predictable)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     losses = per_token_loss(logits, tokens).double()  # per sequence, for the deltas' intervals
@@ -246,6 +257,10 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     for name in SCORES:
         for r in scores.itertuples():
             row[f"{name}_{head_name(r.layer, r.head)}"] = float(getattr(r, name))
+    if control is not None:
+        for r in scores[scores["layer"] >= 1].itertuples():
+            row[f"{CONTENT}_{head_name(r.layer, r.head)}"] = float(getattr(r, CONTENT))
+        row[REPLICATES] = replicates[0]
     return row, patterns
 
 
@@ -258,6 +273,41 @@ def delta_interval(own: dict | None, base: dict | None, metric: str, seed: int) 
     return bootstrap_interval(own[metric] - base[metric], seed=seed, purpose="ablation-sequences")
 
 
+def share_left(ablated, baseline):
+    """The share of the baseline's content part left under an ablation (values or replicates)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.divide(ablated, baseline)
+
+
+def content_left(own: list[np.ndarray] | None, base: list[np.ndarray] | None,
+                 own_value: float, base_value: float, layer: int,
+                 head: int) -> tuple[float, float, float]:
+    """Head (layer, head)'s share of the baseline's induction content part left under an
+    ablation, with its 95 % interval: the percentiles of the share over paired bootstrap
+    replicates (``own``, ``base``: every layer's [R, H] replicates, the same resamples of
+    the sample's and the control's sequences). NaN for a skipped ablation or where the
+    baseline's content part is <= 0; the baseline's own share is 1 with interval (1, 1)."""
+    if own is None or base is None or not base_value > 0:
+        return math.nan, math.nan, math.nan
+    low, high = percentile_interval(share_left(own[layer][:, head], base[layer][:, head]))
+    return float(share_left(own_value, base_value)), low, high
+
+
+def content_left_columns(frame: pd.DataFrame, replicates: list) -> pd.DataFrame:
+    """Per head of every layer >= 1 the :func:`content_left` share and interval of every
+    row (the baseline first, ``replicates`` in the rows' order); none without the control."""
+    columns, base = {}, replicates[0]
+    for layer in range(1, len(base) if base is not None else 0):
+        for head in range(base[layer].shape[1]):
+            name = head_name(layer, head)
+            values = frame[f"{CONTENT}_{name}"]
+            shares = [content_left(own, base, value, values.iloc[0], layer, head)
+                      for own, value in zip(replicates, values)]
+            for k, key in enumerate((f"{LEFT}_{name}", *interval_columns(f"{LEFT}_{name}"))):
+                columns[key] = [share[k] for share in shares]
+    return pd.DataFrame(columns, index=frame.index)
+
+
 def ablation_table(model, ablations: list[Ablation], task, sample,
                    distinct: torch.Tensor, prompts: list[str], local_window: int,
                    log=lambda msg: None, control: torch.Tensor | None = None, seed: int = 0
@@ -267,8 +317,10 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
     Returns one row per ablation (baseline first; skipped ablations keep their
     status and empty metrics) with ``delta_*`` = metric minus the baseline's (the loss
     rises with their 95 % interval, ``delta_loss_all_low``/``_high``, a paired bootstrap
-    over sequences seeded from ``seed``), and the mean attention patterns
-    {name: [L, H, T, T]} of every ablation that ran.
+    over sequences seeded from ``seed``); with a ``control`` sample, per head of every
+    layer >= 1 the share of the baseline's induction content part left
+    (``induction_content_left_L{l}H{h}`` and its interval, :func:`content_left`); and the
+    mean attention patterns {name: [L, H, T, T]} of every ablation that ran.
     """
     means = head_means(model, sample.tokens) if any(a.kind == "mean_heads" for a in ablations) else None
     rows, arrays = [], {}
@@ -277,7 +329,7 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
         row["ablation"] = row.pop("name")
         if not ablation.skipped:
             metrics, patterns = measure(AblatedModel(model, ablation, means), task, sample, distinct,
-                                        prompts, local_window, control)
+                                        prompts, local_window, control, seed)
             row.update(metrics)
             arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
             log(f"{ablation.name}: loss_all {metrics['loss_all']:.3f}, acc_pred "
@@ -286,6 +338,7 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
             log(f"{ablation.name}: {ablation.status}")
         rows.append(row)
     per_sequence = [row.pop(PER_SEQUENCE, None) for row in rows]
+    replicates = [row.pop(REPLICATES, None) for row in rows]
     frame = pd.DataFrame(rows)
     frame = frame[LEAD + [c for c in frame.columns if c not in LEAD]]
     for c in ("layer", "head", "source_layer", "source_head"):
@@ -297,7 +350,8 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
         low, high = interval_columns(f"delta_{m}")
         deltas[low], deltas[high] = [b[0] for b in bounds], [b[1] for b in bounds]
     at = frame.columns.get_loc(METRICS[-1]) + 1
-    frame = pd.concat([frame.iloc[:, :at], deltas, frame.iloc[:, at:]], axis=1)
+    frame = pd.concat([frame.iloc[:, :at], deltas, frame.iloc[:, at:],
+                       content_left_columns(frame, replicates)], axis=1)
     return frame, arrays
 
 

@@ -53,7 +53,8 @@ from ...analysis.roles import (INDUCTION, LOCAL, PREFIX_MATCHING, PREVIOUS_TOKEN
 # every head score (the role scores' names are the roles', .roles)
 ATTENTION_SCORES = (INDUCTION, "nearest_copy", "first_block", "first_token", PREVIOUS_TOKEN,
                     LOCAL, PREFIX_MATCHING)
-from ...analysis.uncertainty import bootstrap_interval, interval_columns, paired_bootstrap_interval
+from ...analysis.uncertainty import (bootstrap_interval, interval_columns,
+                                     paired_bootstrap_replicates, percentile_interval)
 from ...core.formats import SHARE_OF_ATTENTION, declare_table
 from ...core.task_kinds import query_sources
 from ...core.model import NO_INTERVENTION
@@ -293,11 +294,21 @@ HEAD_SCORES_TABLE = declare_table(
 BOOTSTRAP_PURPOSE = "evaluation-sequences"
 
 
+def content_part_replicates(task: tuple[np.ndarray, np.ndarray],
+                            control: tuple[np.ndarray, np.ndarray], seed: int) -> np.ndarray:
+    """Bootstrap replicates [R, H] of a score's content part (score − control) from the
+    per-sequence masses (num, den) of the task and the control sample, each resampled
+    (seeded from ``seed``): every model, and every ablation of one, measured on samples
+    of the same sizes gets the same resamples, so their replicates are paired."""
+    return paired_bootstrap_replicates(lambda a, b: a - b, [task, control], seed=seed,
+                                       purpose=BOOTSTRAP_PURPOSE)
+
+
 @torch.no_grad()
 def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                      local_window: int, intervention=None, return_logits: bool = False,
                      copying: bool = True, control_tokens: torch.Tensor | None = None,
-                     intervals: bool = False, seed: int = 0):
+                     intervals: bool = False, seed: int = 0, content_replicates: bool = False):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
     ``sample``: a :class:`~inductionlab.core.tasks.TaskSample` of the model's task (every
@@ -312,8 +323,13 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
     ``tokens`` (so that callers need no second forward pass). ``intervals``: a 95 %
     bootstrap interval over sequences beside each score, content part and the copying
     score (resamples seeded from ``seed``). Without copying no head's output is formed.
+    ``content_replicates`` (needs the control): also, last, the bootstrap replicates of
+    the induction content part, one [R, H] array per layer (:func:`content_part_replicates`),
+    for ratios of one head's content part under two interventions.
     """
     intervention = intervention or NO_INTERVENTION
+    if content_replicates and control_tokens is None:
+        raise ValueError("the content part's replicates need the control sample (control_tokens)")
     tokens = sample.tokens
     logits, cache = model.run_with_cache(tokens, intervention, head_out=copying)
     _, distinct = model.run_with_cache(distinct_tokens, intervention, head_out=False)
@@ -329,7 +345,7 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                                distinct_tokens if name == "prefix_matching" else None)
              for name in ATTENTION_SCORES}
     chance = {name: chance_level(*masks[name]) for name in ATTENTION_SCORES}
-    rows, means = [], []
+    rows, means, replicates = [], [], []
     for l, pattern in enumerate(cache.pattern):
         mean = mean_pattern(pattern)
         scores = {}
@@ -338,21 +354,25 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
             keys, queries = masks[name]
             source = distinct.pattern[l] if on_distinct else pattern
             scores[name] = attention_mass(source, keys, queries)
+            replicated = content_replicates and name == INDUCTION
+            if intervals or replicated:
+                mass = attention_mass_per_sequence(source, keys, queries)
             if intervals:
-                num, den = attention_mass_per_sequence(source, keys, queries)
                 scores.update(zip(interval_columns(name), bootstrap_interval(
-                    num, den, seed=seed, purpose=BOOTSTRAP_PURPOSE)))
+                    *mass, seed=seed, purpose=BOOTSTRAP_PURPOSE)))
             scores[f"{name}_chance"] = chance[name]
             if control is not None:
                 ctrl = attention_mass(control.pattern[l], keys, queries)
                 scores[control_column(name)] = ctrl
                 scores[content_column(name)] = scores[name] - ctrl
+                if intervals or replicated:
+                    reps = content_part_replicates(
+                        mass, attention_mass_per_sequence(control.pattern[l], keys, queries), seed)
                 if intervals:
-                    cnum, cden = attention_mass_per_sequence(control.pattern[l], keys, queries)
                     scores.update(zip(interval_columns(content_column(name)),
-                                      paired_bootstrap_interval(
-                                          lambda a, b: a - b, [(num, den), (cnum, cden)],
-                                          seed=seed, purpose=BOOTSTRAP_PURPOSE)))
+                                      percentile_interval(reps)))
+                if replicated:
+                    replicates.append(reps)
         if copying:
             per_seq = copying_score(pattern, cache.head_out[l], model.W_U, tokens, per_sequence=True)
             scores["copying"] = per_seq.mean(0)
@@ -362,9 +382,8 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
         for h in range(pattern.shape[1]):
             rows.append({"layer": l, "head": h, **{k: _at(v, h) for k, v in scores.items()}})
         means.append(mean)
-    if return_logits:
-        return pd.DataFrame(rows), means, logits
-    return pd.DataFrame(rows), means
+    out = (pd.DataFrame(rows), means) + ((logits,) if return_logits else ())
+    return out + ((replicates,) if content_replicates else ())
 
 
 def _at(value, h: int) -> float:

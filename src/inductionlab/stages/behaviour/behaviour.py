@@ -33,6 +33,7 @@ import torch
 
 from ...core.data import (ALPHABET, TaskConfig, check_prompt, control_sample, decode, encode,
                           repeat_blocks, sample_blocks)
+from ...core.bayes_predictor import target_scores
 from ...core.task_kinds import TaskSample
 from ...core.decoding import greedy_complete
 from ...core.seeding import generator
@@ -53,11 +54,12 @@ COMPLETIONS = declare_table(
     keys=["prompt", "in_distribution", "expected", "write_up_completion"])
 # ``task``: the task whose sample the metric is measured on (the model's own, by its name
 # in the config, or write_up); a model trained on another task is also measured on the
-# write-up's, those metrics prefixed ``write_up_``. ``floor_*``: the Bayes-optimal
-# predictor of the model's own task (no interval: computed exactly).
+# write-up's, those metrics prefixed ``write_up_``. ``floor_*``: the Bayes predictors of the
+# model's own task (no interval: computed exactly; :class:`~inductionlab.core.task_kinds.Floor`);
+# ``write_up_floor_*``: the own task's Bayes predictor on the write-up's evaluation sample.
 BEHAVIOUR = declare_table("behaviour", ["variant", "seed", "metric", "value", "low", "high", "task"],
                           keys=["metric", "task"], long=True,
-                          units={r"(write_up_|floor_)?loss_\w+|(write_up_)?icl_score": NATS})
+                          units={r"(write_up_)?(floor_)?(scored_)?loss_\w+|(write_up_)?icl_score": NATS})
 WRITE_UP_PREFIX = "write_up_"
 WRITE_UP_METRICS = ("loss_all", "loss_pred", "acc_pred", "icl_score")  # kept with the prefix
 FLOOR_PREFIX = "floor_"
@@ -360,19 +362,29 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
 
     log(f"[{name}] random prompts, period test, first-or-nearest prompts and failure modes")
     measures = sequence_measures(logits, sample)
+    # the own task's floors, exact; the bound of a predictor judged on the scored targets
+    # only where it differs from the all-target Bayes predictor's
     floor = own.floor()
-    measures.update({f"{FLOOR_PREFIX}{k}": Measure(float(v)) for k, v in
-                     (("loss_pred", floor.loss_pred), ("acc_pred", floor.acc_pred),
-                      ("loss_all", floor.loss_all))})
+    floors = {"loss_pred": floor.loss_pred, "acc_pred": floor.acc_pred, "loss_all": floor.loss_all}
+    scored = {"scored_loss_pred": floor.scored_loss_pred, "scored_acc_pred": floor.scored_acc_pred}
+    if not np.allclose([floor.scored_loss_pred, floor.scored_acc_pred],
+                       [floor.loss_pred, floor.acc_pred], rtol=0, atol=1e-9, equal_nan=True):
+        floors.update(scored)
+    measures.update({f"{FLOOR_PREFIX}{k}": Measure(float(v)) for k, v in floors.items()})
     own_metrics = list(measures)
     if not on_write_up:  # the same model on the write-up's task
         write_up, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
         with torch.no_grad():
             on_task = sequence_measures(model(write_up.tokens), write_up)
         measures.update({f"{WRITE_UP_PREFIX}{k}": on_task[k] for k in WRITE_UP_METRICS})
+        # the trained task's Bayes predictor on the same sample, on its predictable targets
+        losses, correct = target_scores(own.bayes_probs(write_up.tokens), write_up.tokens)
+        mask = write_up.predictable
+        measures.update({f"{WRITE_UP_PREFIX}{FLOOR_PREFIX}{k}": mean_measure(pooled_units(v, mask))
+                         for k, v in (("loss_pred", losses), ("acc_pred", correct))})
     measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
                                            settings["random_prompt_lengths"], seed))
-    measures.update(period_measures(model, task, periods, settings["n_sequences"], seed))
+    measures.update(period_measures(model, task, periods, settings["n_sequences"], seed, own=own))
     if not shared_prefix_fits(task, prefix_len):
         log(f"[{name}] no first-or-nearest prompts: {2 * task.block_len - prefix_len} letters "
             f"and {2 * task.block_len + prefix_len} tokens do not fit the task")

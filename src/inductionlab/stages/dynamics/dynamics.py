@@ -44,12 +44,13 @@ sequences from the generator (behaviour ``eval_seed``, "per-token-loss")); ``tok
 
 ``phase_change.csv``: :data:`PHASE_COLUMNS`, three rows per model (:func:`measure_phase_change`):
 the logistic fits to the predictable-target loss (``loss_pred``) and to the best head's
-induction content part (``induction_content``) — shape, direction, midpoint and span with
-their 95 % intervals, R², asymptotes, the best head's final scores that decide whether
-induction formed (``formed``: NaN until the role rule is applied where the tables are
-stacked, :func:`decide_formed`) — and ``coincidence``, the
-gap between the two midpoints in ln steps with its interval (``value``, ``low``, ``high``),
-each with a note and the definition in words.
+induction content part (``induction_content``) — shape, the verdict on "a phase change"
+(judged with the span's interval), direction, midpoint and span with their 95 % intervals,
+R², asymptotes, the best head's final scores that decide whether induction formed
+(``formed``: NaN until the role rule is applied where the tables are stacked,
+:func:`decide_formed`) — and ``coincidence``, the gap between the two midpoints in ln
+steps with its interval (``value``, ``low``, ``high``) and the verdict on "at the same
+time", each with a note and the definition in words.
 
 ``per_token_loss_pca.csv`` (all models): one PCA of the per-token loss vectors of every
 checkpoint of every model (:func:`pca`); columns variant, seed, step, PC1, PC2,
@@ -76,8 +77,8 @@ from ...core.weights import model_arrays
 from ...core.metrics import per_token_loss
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
-PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "direction", "midpoint", "midpoint_low",
-                 "midpoint_high", "span", "span_low", "span_high", "r2", "start", "end", "drop",
+PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "verdict", "direction", "midpoint",
+                 "midpoint_low", "midpoint_high", "span", "span_low", "span_high", "r2", "start", "end", "drop",
                  "one_drop", "formed", "best_head", "final_content", "final_score",
                  "final_chance", "value", "low", "high", "note", "definition"]
 # dynamics.csv: one row per checkpoint and quantity (a head's score, a model's loss);
@@ -322,21 +323,29 @@ FIT_DEFINITION = (
     "logistic in u = ln(step + 1) fitted to {what} over the checkpoints, y = y_end + "
     "(y_start - y_end) sigmoid(-(u - m)/w): midpoint = e^m - 1 (steps), span = e^(2 ln 9 w) "
     "(the factor in steps over which 10-90 % of the change happens), R^2, 95 % intervals "
-    "from a residual bootstrap; shape 'phase change' when span <= {max_span:g} and "
-    "R^2 >= {min_r2:g}, 'smooth' for a wider single change, 'two drops' when two logistics "
-    "fit far better, 'flat' when nothing rises above the noise")
+    "from a residual bootstrap with the residuals scaled for their autocorrelation (effective "
+    "sample size); shape, the point estimate's description: 'phase change' when span <= "
+    "{max_span:g} and R^2 >= {min_r2:g}, 'smooth' for a wider single change, 'two drops' when "
+    "two logistics fit far better, 'flat' when nothing rises above the noise; verdict on "
+    "'a phase change', judged with the span's interval: holds when the whole interval is "
+    "<= {max_span:g} and R^2 >= {min_r2:g}, fails when the interval lies above {max_span:g}, "
+    "R^2 < {min_r2:g} or the shape is flat or two drops, not measured when a sharp change's "
+    "middle lies outside the checkpoints, too close to call otherwise")
 COINCIDENCE_DEFINITION = (
-    "|ln((midpoint_loss + 1)/(midpoint_induction + 1))|: 'at the same time' when <= ln {factor:g}, "
-    "judged with its 95 % interval; measured when an induction head formed and each curve has "
+    "|ln((midpoint_loss + 1)/(midpoint_induction + 1))|: verdict on 'at the same time' "
+    "judged with its 95 % interval (paired bootstrap replicates of the two fits): holds when "
+    "the whole interval is <= ln {factor:g}, fails when it lies above, too close to call when "
+    "it contains ln {factor:g}; measured when an induction head formed and each curve has "
     "one change (a phase change or a smooth one: a flat curve or two drops have no midpoint)")
 NO_LAYER_NOTE = ("no layer can form an induction head (needs layer >= 1 or smeared keys): the "
                  "fit is of the best head of every layer, the control")
 
 
 def _fit_row(fit, meta: dict, name: str, definition: str, formed: float = 1.0, note: str = "") -> dict:
-    from .phase_change import PHASE_CHANGE, SMOOTH
+    from .phase_change import PHASE_CHANGE, SMOOTH, phase_change_verdict
 
-    return {**meta, "metric": name, "shape": fit.shape, "direction": fit.direction,
+    return {**meta, "metric": name, "shape": fit.shape, "verdict": phase_change_verdict(fit),
+            "direction": fit.direction,
             "midpoint": fit.midpoint, "midpoint_low": fit.midpoint_low,
             "midpoint_high": fit.midpoint_high, "span": fit.span, "span_low": fit.span_low,
             "span_high": fit.span_high, "r2": fit.r2, "start": fit.start, "end": fit.end,
@@ -354,8 +363,12 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
     head-role rule (:func:`decide_formed`: ``formed`` is NaN until then); the induction
     row keeps what it reads, the best head by content part at the last checkpoint
     (``best_head``) with its content part, induction score and the score's chance level.
-    A model with no layer that can form one has ``formed`` 0 and no coincidence.
+    A model with no layer that can form one has ``formed`` 0 and no coincidence. Each row's
+    ``verdict`` is judged with intervals: "a phase change" on the span's interval for the
+    two fits (:func:`.phase_change.phase_change_verdict`), "at the same time" on the gap's
+    interval for the coincidence (:func:`.phase_change.same_time`).
     """
+    from ...analysis.uncertainty import NOT_MEASURED
     from .phase_change import (MAX_SPAN, MIN_R2, PHASE_CHANGE, SAME_TIME_FACTOR, SMOOTH,
                                fit_logistic, same_time)
 
@@ -369,8 +382,8 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
     what = ("the best head's induction content part (induction score - its positional "
             "control), best over " + _layers_phrase(followed))
     definition = FIT_DEFINITION.format(what=what, max_span=MAX_SPAN, min_r2=MIN_R2)
-    coincidence = {**meta, "metric": COINCIDENCE, "value": math.nan, "low": math.nan,
-                   "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=SAME_TIME_FACTOR)}
+    coincidence = {**meta, "metric": COINCIDENCE, "verdict": NOT_MEASURED, "value": math.nan,
+                   "low": math.nan, "high": math.nan, "definition": COINCIDENCE_DEFINITION.format(factor=SAME_TIME_FACTOR)}
     if len(best) >= 5:
         last = best.iloc[-1]
         layer, head = int(last["layer"]), int(last["head"])
@@ -383,7 +396,8 @@ def measure_phase_change(frame: pd.DataFrame, layers, seed: int = 0) -> pd.DataF
                            "final_chance": score_chance(frame, "induction", followed)})
         if layers:
             gap = same_time(loss_fit, induction_fit, SAME_TIME_FACTOR, shapes=(PHASE_CHANGE, SMOOTH))
-            coincidence.update(value=gap["gap"], low=gap["low"], high=gap["high"], note=gap["note"])
+            coincidence.update(verdict=gap["status"], value=gap["gap"], low=gap["low"],
+                               high=gap["high"], note=gap["note"])
         else:
             coincidence["note"] = f"coincidence not measured: {NO_LAYER_NOTE}"
     else:
@@ -397,7 +411,10 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
     rule ``roles`` (``behaviour.roles``) applied: an induction head formed when the best
     head by content part at the last checkpoint has the induction role (its score at least
     the role threshold over chance, its content part at least ``above_chance``). A model
-    where none formed gets the reason in its note, and its coincidence no value."""
+    where none formed gets the reason in its note, and its coincidence no value and the
+    verdict "not measured"."""
+    from ...analysis.uncertainty import NOT_MEASURED
+
     out = phase.copy()
     out["note"] = out["note"].fillna("").astype(str)
     for i in out.index[undecided(out)]:
@@ -414,6 +431,7 @@ def decide_formed(phase: pd.DataFrame, roles: dict) -> pd.DataFrame:
             same = ((out["metric"] == COINCIDENCE) & (out["variant"] == r["variant"])
                     & (out["seed"] == r["seed"]))
             out.loc[same, ["value", "low", "high"]] = math.nan
+            out.loc[same, "verdict"] = NOT_MEASURED
             out.loc[same, "note"] = f"coincidence not measured: {why}"
     return out
 
