@@ -2,8 +2,10 @@
 
 A task kind is a frozen dataclass declared once, by the module that samples it, with
 :func:`declare_task`: its ``kind`` name, its settings (fields with defaults), ``sample(n,
-gen)`` returning a :class:`TaskSample` and ``floor()`` returning the Bayes-optimal loss
-and accuracy (:class:`Floor`). Every kind shares the letters and the context of the
+gen)`` returning a :class:`TaskSample` and ``floor()`` returning what the task's Bayes
+predictors reach (:class:`Floor`: the all-target predictor on the predictable targets and
+on every target, and the predictor told which targets are scored) and ``bayes_probs``, that
+predictor on given sequences. Every kind shares the letters and the context of the
 write-up's task (``vocab_size``, ``seq_len``). The kinds shipped: ``repeated_block`` (the
 write-up's, :mod:`.data`), ``variable_period`` (:mod:`.variable_period`) and
 ``random_offset`` (:mod:`.random_offset`); an experiment declares its own in its folder.
