@@ -183,8 +183,9 @@ def test_every_sampled_value_of_the_summary_has_an_interval(shift_summary):
                  "ood_two_blocks_second_minus_first", "loss_pos22", "repeat_when_correct_rate"):
         assert name in summary.index, name
     counts = summary.index.str.endswith("_acc_std") | (summary.index == "repeat_when_correct_n") \
-        | summary.index.str.startswith("floor_")
-    assert counts.sum() == 8  # four stds, a count and the task's floor (computed exactly)
+        | summary.index.str.startswith("floor_") | summary.index.str.endswith("_trained")
+    # four stds, a count, the task's three floors (computed exactly) and five period flags
+    assert counts.sum() == 13
     assert summary.loc[counts, ["low", "high"]].isna().all().all()
     sampled = summary[~counts]
     assert sampled[["low", "high"]].notna().all().all()

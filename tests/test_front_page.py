@@ -27,11 +27,11 @@ def test_mechanism_tells_content_from_position():
     content = mechanism(_reading(5, 0, {4: 1.0, 6: 1.0, 8: 0.98}), {"copies": [5, 11],
                                                                      "suppresses": [0]}, 6)
     assert content.startswith("looks for a copy")
-    assert "accuracy 0.98–1.00 on blocks of other lengths against 1.00 on the trained 6" in content
+    assert "accuracy 0.98–1.00 on blocks of its untrained periods 4 and 8 against 1.00 on its trained 6" in content
     assert "its logits copy the letters 5 and 11 back and suppress the current letter" in content
     position = mechanism(_reading(0, 5, {4: 0.05, 6: 1.0}), None, 6)
     assert position.startswith("looks at positions, not for a copy")
-    assert "accuracy 0.05 on blocks of other lengths" in position
+    assert "accuracy 0.05 on blocks of its untrained period 4 against 1.00 on its trained 6" in position
     assert mechanism(_reading(2, 1, {}), None, 6) == "looks for a copy in 2 of 5 seeds, at positions in 1"
     assert mechanism(None, {"copies": [], "suppresses": [0]}, 6) == "its logits suppress the current letter"
 

@@ -250,13 +250,18 @@ def test_midpoint_interval_covers_despite_a_smooth_deviation():
     assert covered >= 36, f"the 95 % midpoint interval covered the true midpoint in {covered} of {FITS} fits"
 
 
+def _noisy_logistic_fits(span: float, noise: float):
+    """FITS logistic fits to a curve of midpoint 1000 and ``span`` plus white noise."""
+    for k in range(FITS):
+        rng = np.random.default_rng(2000 + k)
+        values = schedule_logistic(1000, span) + noise * rng.standard_normal(len(SCHEDULE))
+        yield fit_logistic(SCHEDULE, values, seed=k)
+
+
 def test_a_clean_sharp_logistic_holds_as_a_phase_change():
     # span 2 and white noise: the intervals stay narrow enough to say so
     verdicts = []
-    for k in range(FITS):
-        rng = np.random.default_rng(2000 + k)
-        fit = fit_logistic(SCHEDULE, schedule_logistic(1000, 2.0) + 0.02 * rng.standard_normal(len(SCHEDULE)),
-                           seed=k)
+    for fit in _noisy_logistic_fits(2.0, 0.02):
         verdicts.append(phase_change_verdict(fit))
         assert fit.midpoint_high / fit.midpoint_low < 1.2, fit
     assert verdicts.count(HOLDS) >= 36, verdicts
@@ -266,10 +271,7 @@ def test_a_span_near_the_limit_is_not_called_a_phase_change_on_its_point_estimat
     # true span 2.8 (< 3) and noise 0.03: the point estimate says "phase change" in most fits,
     # but the span's interval reaches past 3 in most of them
     verdicts = []
-    for k in range(FITS):
-        rng = np.random.default_rng(2000 + k)
-        fit = fit_logistic(SCHEDULE, schedule_logistic(1000, 2.8) + 0.03 * rng.standard_normal(len(SCHEDULE)),
-                           seed=k)
+    for fit in _noisy_logistic_fits(2.8, 0.03):
         verdict = phase_change_verdict(fit)
         verdicts.append(verdict)
         if fit.span_high > MAX_SPAN:

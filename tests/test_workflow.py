@@ -489,7 +489,7 @@ def test_formation_study_trains_on_its_task_and_reads_both_tasks(tiny_run):
     assert set(own["task"]) == {"write_up"} and not own["metric"].str.startswith("write_up_").any()
     for model in ("two_layer", "two_layer_variable_period"):
         table = pd.read_csv(tiny_run / "results" / model / "seed0" / "formation.csv")
-        assert {"previous_token", "induction_content", "ablation_left", "keys_ablation_left",
+        assert {"previous_token", "induction_content", "keys_left_L0H0", "keys_ablation_left",
                 "content_midpoint"} <= set(table["metric"]), model
     card = pd.read_csv(tiny_run / "results" / "tables" / "scorecard.csv", keep_default_na=False)
     family = card[card["family"] == "formation"]
@@ -502,7 +502,7 @@ def test_formation_study_section_and_answer_on_page_one(tiny_run, report_files):
     assert len(sections) == 1 and 'id="study-formation"' in html
     assert squash(sections[0]["title"]) in pdf
     front = html[:html.index('id="summary"')]
-    assert "Formation study (variable_period" in front
+    assert "Formation study: two_layer_variable_period (trained on variable_period" in front
     assert "{two_layer_variable_period:" not in html  # every number filled in from the table
 
 

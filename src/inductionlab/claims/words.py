@@ -22,7 +22,7 @@ from ..core.formats import LOGITS, NATS, SHARE_OF_ATTENTION
 from ..stages.tables import table_format
 from ..formatting.numbers import _minus, bound_text, format_value
 
-# the project's thresholds of its words for a task (docs/methods.md, "Words and thresholds"):
+# the project's thresholds of its words for a task (docs/methods.md, "Claims and verdicts"):
 # "solves" is an accuracy of at least this over the whole interval
 SOLVES = 0.95
 MARKS = {HOLDS: "✓", FAILS: "✗", TOO_CLOSE: "?", NOT_MEASURED: "–"}

@@ -6,8 +6,8 @@ import pandas as pd
 
 from ..stages.readings.readings import CONTENT, NONE, PERIOD, POSITION
 from ..analysis.roles import POSITIONAL
-from ..formatting.numbers import number, ranges_phrase
-from .front_page import trained_of
+from ..formatting.numbers import number
+from .front_page import trained_of, untrained_against_trained
 
 
 def _num(value: float, places: int = 2) -> str:
@@ -28,13 +28,9 @@ def sentence(row, block_len: int) -> str:
     period = [(int(m.group(1)), row[k]) for k in row.index
               if (m := PERIOD.match(str(k))) and not pd.isna(row[k])]
     if period:
-        lengths = trained_of(row, block_len)
-        trained = [v for k, v in period if k in lengths]
-        other = [v for k, v in period if k not in lengths]
         text = "period test " + ", ".join(f"n = {k}: {_num(v)}" for k, v in period)
-        if other and trained:
-            text += (f" (untrained periods {_num(min(other))}–{_num(max(other))} against "
-                     f"{_num(min(trained))}–{_num(max(trained))} on the trained "
-                     f"{ranges_phrase(lengths)})")
+        split = untrained_against_trained(dict(period), trained_of(row, block_len))
+        if split:
+            text += f" ({split})"
         parts.append(text)
     return "; ".join(parts) + "."
