@@ -95,8 +95,10 @@ FM_METRICS = {
     "periods": [f"period{n}_{what}" for n in FM_PERIODS for what in ("acc", "task_acc")],
     "heads": ["previous_token", "previous_token_chance", "previous_token_head", "induction",
               "induction_control", "induction_content", "induction_chance", "induction_head",
-              "positional_induction_head", "k_composition", "k_composition_baseline",
-              "keys_ablation_left"],
+              "positional_induction_head", "k_composition", "k_composition_baseline"]
+    # every layer-0 head's removal from the last layer's keys, then all of layer 0's
+    + [f"keys_left_L0H{h}" for h in range(max(model_settings(m)["n_heads"] for m in FM_SIDE_BY_SIDE))]
+    + ["keys_ablation_left"],
     "timing": ["loss_midpoint", "loss_span", "content_midpoint", "content_span", "midpoint_gap"],
 }
 
@@ -119,7 +121,8 @@ report_section(
     ],
     # what each retrained model does, whether or not it built the textbook circuit: which
     # components copy or suppress the letter k back, and when its loss and best head moved
-    figures=[{"path": figure_path(name).format(model=m), "caption": f"{m}: {FM_WORDS[name]}"}
+    figures=[{"path": figure_path(name).format(model=m), "caption": f"{m}: {FM_WORDS[name]}",
+              "appendix": True}
              for m in FM_MODELS.values() for name in ("offset_profile", "phase_change")]
     + [{"path": figure_path("attention_seeds").format(model=m), "appendix": True,
         "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],

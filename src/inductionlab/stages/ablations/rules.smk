@@ -51,7 +51,7 @@ report_section(
          "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off"]},
          "spread": {"index": ["ablation"], "metrics": ["loss_all", "loss_pred", "acc_pred", "suite_acc"]},
          "dedupe": True},
-        {"path": aggregated_table("ablations", summary=True),
+        {"path": aggregated_table("ablations", summary=True), "appendix": True,
          "caption": ABLATIONS_WORDS["ablations_table2"],
          "where": {"kind": ["baseline", "composition_table", "values_from_embedding", "smear_off"]},
          "spread": {"index": ["ablation"], "metrics": ABLATION_SCORE_METRICS},

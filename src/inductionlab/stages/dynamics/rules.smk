@@ -116,7 +116,7 @@ report_section(
     tables=[{"path": f"{RESULTS}/tables/per_token_loss_pca.csv",
              "caption": DYNAMICS_WORDS["per_token_loss_pca_table1"],
              "columns": ["explained_variance_PC1", "explained_variance_PC2"], "max_rows": 1}],
-    figures=[{"path": f"{RESULTS}/figures/per_token_loss_pca.png",
+    figures=[{"path": f"{RESULTS}/figures/per_token_loss_pca.png", "appendix": True,
               "caption": DYNAMICS_WORDS["per_token_loss_pca_figure1"]}],
 )
 
