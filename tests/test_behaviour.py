@@ -17,7 +17,8 @@ from inductionlab.stages.behaviour.failure_modes import (adjacent_repeats, block
                                                  repetition_patterns)
 from inductionlab.stages.behaviour.measures import immediate_repeats, in_prompt
 from inductionlab.stages.behaviour.period_test import (period_measures, period_sequences,
-                                               shared_prefix_measures, shared_prefix_prompts)
+                                               period_test_lengths, shared_prefix_measures,
+                                               shared_prefix_prompts)
 from inductionlab.core.decoding import greedy_complete
 from inductionlab.core.data import TaskConfig, repeat_blocks, sample_blocks
 from inductionlab.core.model import ModelConfig, build_model
@@ -332,3 +333,14 @@ def test_the_failure_mode_suite_samples_patterns_when_there_are_too_many_to_list
     assert all(pattern_of(p) == p and len(p) == 26 for p in sampled)
     assert "A" * 26 in sampled and "ABCDEFGHIJKLMNOPQRSTUVWXYZ" in sampled
     assert suite_patterns(26, 26, 0) == sampled  # the same sample for a seed
+
+
+def test_the_period_test_covers_every_trained_period_and_the_untrained_ones():
+    from inductionlab.core.tasks import task_from_dict
+
+    varying = task_from_dict({"kind": "variable_period", "min_period": 3, "max_period": 8})
+    # configured 4…8; the task trains 3…8 (3 added); untrained 2 and 9…12 at T = 24
+    assert period_test_lengths([4, 5, 6, 7, 8], varying, 24) == list(range(2, 13))
+    # the write-up's task trains 6 only: tested on the configured lengths and on 6
+    assert period_test_lengths([4, 5, 7, 8], task_from_dict({}), 24) == [4, 5, 6, 7, 8]
+    assert period_test_lengths([4, 8], None, 24) == [4, 8]

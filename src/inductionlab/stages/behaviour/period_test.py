@@ -35,13 +35,15 @@ def trained_periods(task) -> list[int]:
 
 def period_test_lengths(configured, own=None, seq_len: int = 24) -> list[int]:
     """The block lengths of the period test of a model trained on ``own``: the configured
-    ones, and for a task whose period ranges over several values the untrained lengths on
-    either side of that range (2 … min − 1 and max + 1 … ⌊T/2⌋, a block that repeats at
-    least once in ``seq_len`` tokens), so that what the model never saw is tested. A task
-    with one period (the write-up's) is tested on the configured lengths alone."""
+    ones and every period ``own`` trains, and for a task whose period ranges over several
+    values the untrained lengths on either side of that range (2 … min − 1 and max + 1 …
+    ⌊T/2⌋, a block that repeats at least once in ``seq_len`` tokens), so that what the
+    model never saw is tested. A task with one period (the write-up's) is tested on the
+    configured lengths and its own."""
     lengths = set(int(p) for p in configured)
     if own is not None:
         trained = trained_periods(own)
+        lengths |= set(trained)
         if len(trained) > 1:
             lengths |= set(range(2, min(trained))) | set(range(max(trained) + 1, seq_len // 2 + 1))
     return sorted(lengths)
