@@ -54,7 +54,7 @@ def test_content_and_position_side_by_side_with_the_period_test(tables):
     assert table.loc["copier", "seeds_content"] == 1
     text = sentence(table.loc["shifter"].rename("shifter"), block_len=6)
     assert "2 of 2 seeds look at a position" in text
-    assert "(0.01–0.03 on blocks of its untrained periods 4 and 8 against 1.00 on its trained 6)" in text
+    assert "period test 0.01–0.03 on blocks of its untrained periods 4 and 8 against 1.00 on its trained 6." in text
     assert "content part 0.01" in text or "content part 0.02" in text
     copier = sentence(table.loc["copier"].rename("copier"), block_len=6)
     assert "1 of 1 seeds look for a copy" in copier and "× chance" in copier

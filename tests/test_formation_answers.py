@@ -119,3 +119,16 @@ def test_the_previous_token_head_is_named_only_with_its_role():
     _, text = _answers(_rows(0, previous=True), _phase(0))
     assert "the previous-token head: L0H2" in text["previous_token_head"]
     assert text[SENTENCE].startswith("m_vp (trained on variable_period, periods 3–8; 1 seed)")
+
+
+def test_a_one_layer_head_says_why_its_keys_are_not_measured():
+    # one layer: no later layer reads a layer-0 head, so no keys row has a value
+    why = "one layer: no later layer reads a layer-0 head"
+    rows = [{**r, "value": math.nan, "low": math.nan, "high": math.nan, "note": why}
+            if r["metric"] == "keys_ablation_left" else r
+            for s in SEEDS for r in _rows(s) if not r["metric"].startswith("keys_left_")]
+    phase = [r for s in SEEDS for r in _phase(s)]
+    _, text = _answers(rows, phase)
+    sentence = text[SENTENCE]
+    assert f"whether its keys need layer 0 is not measured ({why})" in sentence, sentence
+    assert "0 of 0" not in sentence and "its keys need layer 0 not measured" not in sentence

@@ -28,9 +28,10 @@ def sentence(row, block_len: int) -> str:
     period = [(int(m.group(1)), row[k]) for k in row.index
               if (m := PERIOD.match(str(k))) and not pd.isna(row[k])]
     if period:
-        text = "period test " + ", ".join(f"n = {k}: {_num(v)}" for k, v in period)
+        # trained and untrained periods apart where both were tested (every length's value:
+        # the period figure and the behaviour appendix), else every length
         split = untrained_against_trained(dict(period), trained_of(row, block_len))
-        if split:
-            text += f" ({split})"
+        text = (f"period test {split}" if split else
+                "period test " + ", ".join(f"n = {k}: {_num(v)}" for k, v in period))
         parts.append(text)
     return "; ".join(parts) + "."

@@ -116,9 +116,9 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
         n = int(reading["seeds"])
         content, position = int(reading["seeds_content"]), int(reading["seeds_position"])
         if content == n:
-            how = "looks for a copy: its best head keeps its score only where a copy exists"
+            how = "looks for a copy"
         elif position == n:
-            how = "looks at positions, not for a copy: its best head scores the same on random letters"
+            how = "looks at positions, not for a copy"
         elif content or position:
             how = f"looks for a copy in {content} of {n} seeds, at positions in {position}"
         else:
@@ -127,7 +127,7 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
                    if (m := PERIOD.match(str(k))) and not pd.isna(reading[k])}
         split = untrained_against_trained(periods, trained_of(reading, block_len))
         if split:
-            how += f" (content part {_fmt(reading['content'])} of attention; accuracy {split})"
+            how += f" (content part {_fmt(reading['content'])}; accuracy {split})"
         parts.append(how)
     if offsets:
         verbs = {"copies": "copy", "suppresses": "suppress"}  # the logits: plural

@@ -199,13 +199,14 @@ def build_html(manifest: dict) -> str:
         scorecard = scorecard[scorecard["family"] == WRITE_UP].reset_index(drop=True)
     groups = dict(manifest.get("claim_groups", []))  # [[key, title], ...] in the file's order
     headline_number = numbers.next("table")
-    families = family_table(manifest, numbers) if scorecard is not None else None
+    families = family_table(manifest) if scorecard is not None else None
     failure = (worst_failure_modes(pd.read_csv(manifest["failure_modes"]), manifest["variants"])
                if manifest.get("failure_modes") and Path(manifest["failure_modes"]).is_file() else [])
     shown = [h for h in manifest.get("highlights", [])
              if all(Path(p).is_file() for p in highlight_paths(h))]
-    highlights = [highlight_text(h) for h in shown]
-    front_highlights = [text for h, text in zip(shown, highlights) if h.get("front")]
+    # a page-1 finding is printed there only; the summary lists the others
+    highlights = [highlight_text(h) for h in shown if not h.get("front")]
+    front_highlights = [highlight_text(h) for h in shown if h.get("front")]
     inputs = summary_inputs(manifest)
     positions = position_readings(manifest, inputs)
     readings = content_readings(manifest, positions)
@@ -229,7 +230,8 @@ def build_html(manifest: dict) -> str:
                     "html": render_section(env, s, STUDY, numbers, appendix=True)}
                    for s in sections if s["scope"] == "study"]
     study_parts = [p for p in study_parts if p["html"]]
-    last = ["scorecard", *(["families"] if families else []), "methods", "configuration"]
+    last = [*(["algorithms"] if algorithms else []), "scorecard",
+            *(["families"] if families else []), "methods", "configuration"]
     letters = {name: chr(ord("A") + len(appendix) + k) for k, name in enumerate(last)}
     return env.get_template("report.html.j2").render(
         manifest=manifest, chapters=chapters, study=study, scorecard=scorecard,
@@ -332,7 +334,8 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
         f"value with its 95 % interval.",
         f"Every copy of the letter to predict sits at a fixed position ({copies} back): an "
         f"attention score alone cannot tell looking for a copy from looking at a position; "
-        f"the positional control and the period test can.",
+        f"the positional control (a head that looks for a copy keeps its score only where a "
+        f"copy exists) and the period test can.",
         "Thresholds come from the write-up's wording, fixed before any result was seen, not "
         "tuned; an interval that contains its threshold is too close to call."]
     roles = dict(zip(scorecard["claim"].astype(str), scorecard["variant"].astype(str)))
@@ -356,9 +359,9 @@ def algorithm_summary(manifest: dict, inputs: dict) -> list[dict]:
     return algorithm_readings(inputs["algorithms"], manifest["variants"])
 
 
-def family_table(manifest: dict, numbers: Numbers) -> dict | None:
-    """The table of every claim's outcome in each model family, when the run has families
-    besides the write-up's."""
+def family_table(manifest: dict) -> dict | None:
+    """The table of every claim's outcome in each model family (an appendix), when the run
+    has families besides the write-up's; the claims that change are listed in the summary."""
     titles = list((manifest.get("families") or {}).values())
     path = manifest.get("family_comparison")
     if not titles or not path or not Path(path).is_file():
@@ -366,11 +369,8 @@ def family_table(manifest: dict, numbers: Numbers) -> dict | None:
     from .front_page import family_changes
 
     spec = {"path": path, "columns": ["role", "claim", WRITE_UP_TITLE, *titles]}
-    differs = T.render_table({**spec, "where": {"differs": True}})
     changes = family_changes(pd.read_csv(path), dict(manifest["families"]), WRITE_UP_TITLE)
-    return {"number": numbers.next("table"), "titles": titles, "html": differs,
-            "n_differ": differs.count("<tr>") - 1 if differs else 0,
-            "n": len(pd.read_csv(path)), "every": T.render_table(spec),
+    return {"titles": titles, "n": len(pd.read_csv(path)), "every": T.render_table(spec),
             "changes": [{"name": c["name"], "title": c["title"], "n": c["n"],
                          "n_changed": len(c["changed"])} for c in changes]}
 

@@ -291,6 +291,9 @@ def _measured(rows: pd.DataFrame) -> str:
     """The verdicts of the seeds where the premise holds, counted: "in 2 of 4 (2 too close
     to call)"."""
     measured = [st for st in rows["status"] if st != NOT_MEASURED]
+    if not measured:  # no seed to count: say why
+        why = next((str(n) for n in rows["note"] if isinstance(n, str) and n), "")
+        return f"not measured ({why})" if why else "not measured"
     return verdict_text(measured).removeprefix(HOLDS + " ").replace(" seeds", "", 1)
 
 
@@ -314,10 +317,13 @@ def sentence(model: str, task_words: str, mine: pd.DataFrame, out: dict[str, str
                  + (f" ({_heads_named(held)})" if len(held) else
                     f" (best layer-0 score {_over_seeds(prev.assign(status=HOLDS))}, chance {chance})"))
     if formed:
-        parts.append(f"in the {formed} seed{'s' if formed != 1 else ''} with the head, its keys "
-                     f"need layer 0 {_measured(q('k_composition'))}, {out['needed_heads']}, it "
-                     f"forms in a phase change {_measured(q('abrupt'))} and at the same time as "
-                     f"the loss {_measured(q('same_time'))}")
+        keys = q("k_composition")
+        keys = (f"its keys need layer 0 {_measured(keys)}, {out['needed_heads']}"
+                if (keys["status"] != NOT_MEASURED).any() else
+                f"whether its keys need layer 0 is {_measured(keys)}")
+        parts.append(f"in the {formed} seed{'s' if formed != 1 else ''} with the head, {keys}, "
+                     f"it forms in a phase change {_measured(q('abrupt'))} and at the same time "
+                     f"as the loss {_measured(q('same_time'))}")
     else:
         parts.append("with no induction head, how and when one forms is not measured")
     untrained = q("untrained_periods")

@@ -114,8 +114,11 @@ report_section(
         {"path": FM_VERDICTS, "caption": FM_WORDS["verdicts_table"], "appendix": True,
          "columns": ["variant", "seed", "question", "status", "value", "low", "high", "note"]},
     ] + [
+        # the values the answers were read from, beside the retrained variants: the task, the
+        # period test per length, the heads (every layer-0 head's removal from the keys) and
+        # the timing, in the appendix
         {"path": FM_SUMMARY, "caption": FM_WORDS[f"{part}_table"], "models": FM_SIDE_BY_SIDE,
-         "spread": {"index": ["metric"], "metrics": metrics}}
+         "spread": {"index": ["metric"], "metrics": metrics}, "appendix": True}
         for part, metrics in FM_METRICS.items()
     ] + [
     ],

@@ -86,7 +86,7 @@ report_section(
          "rank": {"within": ["variant", "seed", "layer"], "by": "induction",
                   "values": ["induction", "induction_control", "induction_content",
                              "first_block", "first_block_control"], "top": 1}},
-        {"path": PS_TABLES["positional_shortcut_completions"],
+        {"path": PS_TABLES["positional_shortcut_completions"], "appendix": True,
          "caption": PS_WORDS["completions_table"], "where": {"seed": FIRST_SEED},
          "columns": ["variant", "prompt", "completion", "expected", "accuracy"]},
     ],

@@ -74,7 +74,7 @@ report_section(
                    + ["repeat_when_correct_rate", "ood_two_blocks_follows_first",
                       "ood_two_blocks_follows_second", "ood_two_blocks_repeat_rate",
                       "shared_prefix_follows_first", "shared_prefix_follows_nearest"]}},
-        {"path": aggregated_table("behaviour", summary=True),
+        {"path": aggregated_table("behaviour", summary=True), "appendix": True,
          "caption": BEHAVIOUR_WORDS["behaviour_period_table"],
          "spread": {"index": ["metric"]},
          "where": {"metric": [f"period{n}_acc" for n in config["behaviour"]["period_lengths"]]}},
