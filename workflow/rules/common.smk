@@ -145,7 +145,7 @@ def report_highlight(path, text, front=False):
     """Register a finding for the summary's "beyond the write-up" list: ``text`` with each
     ``{variant:metric}`` replaced by that metric's mean [min, max] in the summary table
     ``path``, or in the first of a list of them that has it (numbers from the tables, never
-    typed in). ``front``: on page 1 too, below the answer."""
+    typed in). ``front``: on page 1 instead, below the answer."""
     paths = [path] if isinstance(path, str) else list(path)
     REPORT_HIGHLIGHTS.append({"paths": paths, "text": text, "front": bool(front)})
 

@@ -131,7 +131,7 @@ report_section(
         "caption": f"{m}: {FM_WORDS['attention_figure']}"} for m in FM_MODELS.values()],
 )
 
-# the answer, one paragraph per retrained model, from its table: on page 1 and in the summary
+# the answer, one paragraph per retrained model, from its table: on page 1
 for _model in FM_MODELS.values():
     report_highlight(FM_ANSWERS, section_prose("prose.yaml", model=_model, **FM_VALUES)["highlight"],
                      front=True)
