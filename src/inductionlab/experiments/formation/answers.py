@@ -268,7 +268,7 @@ def needed_words(mine: pd.DataFrame) -> str:
     and "no single head needed" counted only over seeds where every head is not needed."""
     rows = mine[mine["question"].astype(str).str.match(NEEDS.pattern)]
     if rows.empty or (rows["status"] == NOT_MEASURED).all():
-        reasons = "; ".join(dict.fromkeys(str(n) for n in rows["note"] if str(n)))
+        reasons = "; ".join(dict.fromkeys(n for n in rows["note"] if isinstance(n, str) and n))
         return "not measured" + (f": {reasons}" if reasons else ": no layer-0 head in a later layer's keys")
     parts = []
     for question, head_rows in rows.groupby("question", sort=True):
