@@ -361,18 +361,14 @@ def algorithm_summary(manifest: dict, inputs: dict) -> list[dict]:
 
 def family_table(manifest: dict) -> dict | None:
     """The table of every claim's outcome in each model family (an appendix), when the run
-    has families besides the write-up's; the claims that change are listed in the summary."""
+    has families besides the write-up's; the claims that change, counted and listed, are
+    page 1's (``front["families"]``)."""
     titles = list((manifest.get("families") or {}).values())
     path = manifest.get("family_comparison")
     if not titles or not path or not Path(path).is_file():
         return None
-    from .front_page import family_changes
-
     spec = {"path": path, "columns": ["role", "claim", WRITE_UP_TITLE, *titles]}
-    changes = family_changes(pd.read_csv(path), dict(manifest["families"]), WRITE_UP_TITLE)
-    return {"titles": titles, "n": len(pd.read_csv(path)), "every": T.render_table(spec),
-            "changes": [{"name": c["name"], "title": c["title"], "n": c["n"],
-                         "n_changed": len(c["changed"])} for c in changes]}
+    return {"titles": titles, "every": T.render_table(spec)}
 
 
 def write_report(manifest_path, html_path, pdf_path, log=print) -> None:
