@@ -13,9 +13,20 @@ def build_parser():
 
 
 def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    status = 1
+    try:
+        status = _run(args)
+    finally:
+        from .process_cost import record
+
+        record(args.command, sys.argv[1:] if argv is None else list(argv), status)
+    return status
+
+
+def _run(args) -> int:
     from .stages.registry import run_command
 
-    args = build_parser().parse_args(argv)
     # Every command computes with --threads threads (1 where it has no such option), as
     # the workflow's job slots assume, and never more than the cores it may use (more only
     # take turns, and thread pools of tens of thousands crash); set before torch or numpy
