@@ -18,7 +18,9 @@ def _weights(path):
 def test_training_writes_log_checkpoints_and_model(tmp_path):
     last = train(tiny_spec(steps=30), tmp_path)
     log = pd.read_csv(tmp_path / "train_log.csv")
-    assert log["step"].tolist() == [0, 10, 20, 30]
+    spec = tiny_spec(steps=30)
+    assert log["step"].tolist() == eval_steps(30, 10, spec["train"]["n_checkpoints"])
+    assert {0, 10, 20, 30} <= set(log["step"])
     assert {"val_loss_all", "val_loss_pred", "val_acc_pred", "val_loss_pos0",
             "val_loss_pos22"} <= set(log.columns)
     assert "val_loss_pos23" not in log.columns
@@ -60,6 +62,8 @@ def test_checkpoint_schedule():
     assert sum(s >= 5000 for s in steps) >= 8  # regular later
     assert checkpoint_steps(5, 40) == [0, 1, 2, 3, 4, 5]
     assert eval_steps(25, 10) == [0, 10, 20, 25]
+    # validation at every checkpoint as well, so the curve is dense where the loss moves
+    assert eval_steps(100, 50, 10) == sorted(set(checkpoint_steps(100, 10)) | {50})
 
 
 @pytest.mark.parametrize("model", [{}, {"n_layers": 1, "smear_layers": [0]},
@@ -75,7 +79,7 @@ def test_stacked_training_equals_training_each_seed_alone(tmp_path, model):
         for name in alone:
             assert torch.allclose(stacked[name], alone[name], rtol=1e-4, atol=1e-5), (s, name)
         log_s, log_a = (pd.read_csv(tmp_path / f"{kind}{s}/train_log.csv") for kind in ("stacked", "alone"))
-        assert log_s["seed"].tolist() == [s] * 4
+        assert log_s["seed"].tolist() == [s] * len(log_a)
         numeric = ["train_loss", "val_loss_all", "val_loss_pred", "val_acc_pred", "val_loss_pos22"]
         pd.testing.assert_frame_equal(log_s[numeric], log_a[numeric], rtol=1e-4)
         ckpts = sorted(p.name for p in (tmp_path / f"stacked{s}/checkpoints").iterdir())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .bounds import EVAL_CHUNK
 from .task_kinds import TaskSample
 
 
@@ -49,8 +50,9 @@ def pooled_units(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def evaluate(model, sample: TaskSample, batch_size: int = 4096) -> dict:
-    """:func:`task_metrics` of ``model`` on a task sample, computed in chunks."""
+def evaluate(model, sample: TaskSample, batch_size: int = EVAL_CHUNK) -> dict:
+    """:func:`task_metrics` of ``model`` on a task sample, computed in chunks (every
+    sequence's logits are its own, whatever the chunk)."""
     tokens = sample.tokens
     logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
     return task_metrics(logits, tokens, sample.predictable)

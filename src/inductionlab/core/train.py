@@ -26,9 +26,12 @@ class TrainingDiverged(RuntimeError):
     """The training loss became NaN or infinite."""
 
 
-def eval_steps(total: int, every: int) -> list[int]:
-    """Validation steps: 0, every ``every`` steps, and the last step."""
-    return sorted(set(range(0, total + 1, every)) | {total})
+def eval_steps(total: int, every: int, n_checkpoints: int = 0) -> list[int]:
+    """Validation steps: 0, every ``every`` steps, every checkpoint of ``n_checkpoints``
+    (:func:`checkpoint_steps`: dense early, where the loss moves fastest, as a curve on a
+    logarithmic step axis needs) and the last step."""
+    checkpoints = checkpoint_steps(total, n_checkpoints) if n_checkpoints else []
+    return sorted(set(range(0, total + 1, every)) | set(checkpoints) | {total})
 
 
 def resolve_device(name: str) -> torch.device:
@@ -84,7 +87,7 @@ class _SeedRun:
     def __init__(self, spec: Spec, out_dir, val: torch.Tensor, log, mode: str):
         self.spec, self.out_dir, self.val, self.log = spec, Path(out_dir), val, log
         self.steps, self.task, self.name = spec.train.steps, spec.task, spec.name
-        self.to_eval = set(eval_steps(self.steps, spec.train.eval_every))
+        self.to_eval = set(eval_steps(self.steps, spec.train.eval_every, spec.train.n_checkpoints))
         self.to_save = set(checkpoint_steps(self.steps, spec.train.n_checkpoints))
         self.rows: list[dict] = []
         self.resume = ResumeState(out_dir, resume_key(spec, mode))

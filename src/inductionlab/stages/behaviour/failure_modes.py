@@ -108,7 +108,7 @@ def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Genera
     return letters[:, index]
 
 
-CHUNK = 4096  # sequences through the model at once
+from ...core.bounds import EVAL_CHUNK as CHUNK  # sequences through the model at once
 
 
 @torch.no_grad()

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...core.bounds import EVAL_CHUNK
+
 from ...analysis.uncertainty import binomial_interval, bootstrap_interval, interval_columns
 
 
@@ -67,7 +69,7 @@ def measure_table(measures: dict[str, Measure], seed: int) -> pd.DataFrame:
 
 
 @torch.no_grad()
-def _logits(model, tokens: torch.Tensor, batch: int = 4096) -> torch.Tensor:
+def _logits(model, tokens: torch.Tensor, batch: int = EVAL_CHUNK) -> torch.Tensor:
     return torch.cat([model(tokens[i:i + batch]) for i in range(0, len(tokens), batch)])
 
 
