@@ -1,10 +1,11 @@
 """What a whole run costs the machine, from the kernel's accounting: CPU seconds per
 command and in all, the training share, and training's distance from the core's peak.
 
-    python benchmarks/run_cost.py [--config config.yaml] [--cores 2] [--workdir DIR]
+    python benchmarks/run_cost.py [--config config.yaml [OVERLAY ...]] [--cores 2] [--workdir DIR]
                                   [--target PATH ...] [--peak-gflops G]
 
-Runs the workflow (``snakemake --cores N``) on ``--config`` in ``--workdir`` (default: a
+Runs the workflow (``snakemake --cores N``) on ``--config`` (later files overlay earlier
+ones, as ``--configfile`` does) in ``--workdir`` (default: a
 new folder under the system's temporary folder; an existing run there is continued, so
 point it at an empty folder to measure a whole run), as a child of this process that is
 made the reaper of every orphan below it. Then it counts:
@@ -83,14 +84,14 @@ def measured_matmul_gflops(n: int = 768, repeats: int = 20) -> float:
     return 2 * n**3 / best / 1e9
 
 
-def run_workflow(config: Path, workdir: Path, cores: int, targets: list[str], log: Path) -> tuple[int, float, float]:
+def run_workflow(configs: list[Path], workdir: Path, cores: int, targets: list[str], log: Path) -> tuple[int, float, float]:
     """Run snakemake; (exit status, CPU seconds of every process below this one, wall seconds)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the run are reaped here
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, INDUCTIONLAB_CPU_LOG=str(log))
     command = [sys.executable, "-m", "snakemake", *targets, "-s", str(ROOT / "Snakefile"),
-               "-d", str(workdir), "--cores", str(cores), "--configfile", str(config)]
+               "-d", str(workdir), "--cores", str(cores), "--configfile", *map(str, configs)]
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=workdir)
     status = proc.wait()
@@ -184,7 +185,8 @@ def report(records: list[dict], total_cpu: float, wall: float, cores: int, peak:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "config.yaml")
+    parser.add_argument("--config", type=Path, nargs="+", default=[ROOT / "config.yaml"],
+                        help="config file, then any overlays")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--target", nargs="*", default=[], help="snakemake targets (default: the whole run)")
@@ -193,12 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="run_cost_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    config = args.config.resolve()
+    configs = [c.resolve() for c in args.config]
     log = workdir / "process_cost.jsonl"
     if log.exists():
         log.unlink()
-    print(f"running the workflow on {config} in {workdir}, --cores {args.cores}", flush=True)
-    status, cpu, wall = run_workflow(config, workdir, args.cores, args.target, log)
+    print(f"running the workflow on {' + '.join(map(str, configs))} in {workdir}, --cores "
+          f"{args.cores}", flush=True)
+    status, cpu, wall = run_workflow(configs, workdir, args.cores, args.target, log)
     if status:
         print(f"snakemake exited with status {status}; the figures cover what ran")
     peak, matmul = core_peak(), measured_matmul_gflops()
