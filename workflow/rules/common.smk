@@ -104,10 +104,15 @@ def seed_figures(name):
     return per_model(name) if config["report"]["seed_figures"] == "every" else []
 
 
+def spec_json(name, seed):
+    """The resolved spec of model ``name`` and ``seed``, as JSON text."""
+    return json.dumps(make_spec(config, name, int(seed), MODELS[name]), sort_keys=True)
+
+
 def model_spec_json(wildcards):
-    """The resolved spec of one model; a params change reruns that model only."""
-    name = wildcards.model
-    return json.dumps(make_spec(config, name, int(wildcards.seed), MODELS[name]), sort_keys=True)
+    """The resolved spec of one model (a training job's parameter: a change reruns that
+    model only)."""
+    return spec_json(wildcards.model, wildcards.seed)
 
 
 def stage_settings_json(wildcards):

@@ -1,29 +1,40 @@
 """The training stage's commands: a model's spec, its training (alone or seeds stacked), its weights."""
 from __future__ import annotations
 
-from ..commands import THREADS, command, path, paths, say, text
+from ..commands import THREADS, Option, command, path, paths, say, text
 from ..documents import _json_document
 
 
 @command("train", "train one model from its spec.json",
-         spec=path("spec.json written by the workflow"),
+         spec=path("the model's spec.json: read, or with --document written first"),
          out_dir=path("folder for model.pt, train_log.csv, checkpoints/"),
+         document=text("the spec as JSON text, checked and written to --spec before training "
+                       "(the workflow's way: no process of its own for a JSON file)"),
          threads=THREADS)
-def train(spec, out_dir, threads):
+def train(spec, out_dir, threads, document=None):
     from ...core.loading import read_spec
     from ...core.train import train as train_model
 
+    if document is not None:
+        write_spec_file(spec, document)
     train_model(read_spec(spec), out_dir, threads=threads)
 
 
 @command("train-stacked", "train several seeds of one spec as one stacked model",
          specs=paths("spec.json files differing only in their seed; each model's outputs go "
                      "to its spec's folder"),
+         documents=Option("the specs as JSON texts, one per --specs file, checked and written "
+                          "there before training", type=str, many=True, required=False),
          threads=THREADS)
-def train_stacked(specs, threads):
+def train_stacked(specs, threads, documents=None):
     from ...core.loading import read_spec
     from ...core.stacked import train_stacked as train_models
 
+    if documents is not None:
+        if len(documents) != len(specs):
+            raise ValueError(f"{len(documents)} --documents for {len(specs)} --specs; give one each")
+        for path, document in zip(specs, documents):
+            write_spec_file(path, document)
     train_models([read_spec(p) for p in specs], [p.parent for p in specs], threads=threads)
 
 

@@ -7,24 +7,6 @@
 # does not see. So there is none, on purpose.
 
 
-localrules:
-    model_spec,
-
-
-rule model_spec:
-    output:
-        spec=model_file("spec.json"),
-    params:
-        spec=model_spec_json,
-    log:
-        "logs/model_spec/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/model_spec/{model}/seed{seed}.tsv"
-    shell:
-        "inductionlab write-spec --out {output.spec:q} --document {params.spec:q} "
-        "> {log} 2>&1"
-
-
 def train_resources(n_seeds=1):
     """Cluster requests of one training job (a GPU when the device is CUDA)."""
     res = {"mem_mb": config["train"]["mem_mb"] * n_seeds,
@@ -38,15 +20,17 @@ SEEDS_PER_JOB = config["train"]["seeds_per_job"]
 
 if SEEDS_PER_JOB == 1:
 
+    # The resolved spec is a parameter: a changed spec reruns this model's training, which
+    # writes it to spec.json first (no job of its own for a JSON file).
     rule train:
-        input:
-            spec=model_file("spec.json"),
         output:
+            spec=model_file("spec.json"),
             model=model_file(MODEL_FILE),
             log_csv=model_file("train_log.csv"),
             checkpoints=checkpoint_files(),
         params:
             out_dir=lambda wildcards, output: os.path.dirname(output.model),
+            spec=model_spec_json,
         log:
             "logs/train/{model}/seed{seed}.log",
         benchmark:
@@ -55,8 +39,8 @@ if SEEDS_PER_JOB == 1:
         resources:
             **train_resources(),
         shell:
-            "inductionlab train --spec {input.spec} --out-dir {params.out_dir} --threads {threads} "
-            "> {log} 2>&1"
+            "inductionlab train --document {params.spec:q} --spec {output.spec:q} "
+            "--out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
 
 else:
     # Seeds of a model in groups of `seeds_per_job`, each group one stacked model in
@@ -71,12 +55,13 @@ else:
             rule:
                 name:
                     f"train_{_variant}_seeds{'_'.join(map(str, _group))}"
-                input:
-                    specs=_files("spec.json"),
                 output:
+                    specs=_files("spec.json"),
                     models=_files(MODEL_FILE),
                     log_csvs=_files("train_log.csv"),
                     checkpoints=[c for s in _group for c in checkpoint_files(model_folder(_variant, s))],
+                params:
+                    documents=[spec_json(_variant, s) for s in _group],
                 log:
                     f"logs/train/{_tag}.log",
                 benchmark:
@@ -85,8 +70,8 @@ else:
                 resources:
                     **train_resources(len(_group)),
                 shell:
-                    "inductionlab train-stacked --specs {input.specs} --threads {threads} "
-                    "> {log} 2>&1"
+                    "inductionlab train-stacked --specs {output.specs:q} --documents "
+                    "{params.documents:q} --threads {threads} > {log} 2>&1"
 
 
 rule extract_weights:
