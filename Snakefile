@@ -85,6 +85,7 @@ for stage in STAGE_FOLDERS.values():
     include: stage.rules
 
 
+include: "workflow/rules/analyses.smk"
 include: "workflow/rules/report.smk"
 
 

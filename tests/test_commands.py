@@ -37,9 +37,12 @@ def inductionlab_calls() -> list[tuple[str, str]]:
 
 def named_calls() -> list[tuple[str, str]]:
     """(rule file, command) of every rule whose paths are passed by their names
-    (``command_line(name)``; the Snakefile checks their names against the options)."""
+    (``command_line(name)``; the Snakefile checks their names against the options), and of
+    every analysis of one model (``model_analysis(name, command, ...)``, checked as it is
+    registered)."""
+    patterns = (r'^\s+command_line\("([\w-]+)"', r'^model_analysis\(\s*"\w+",\s*"([\w-]+)"')
     return [(str(path.relative_to(ROOT)), m.group(1)) for path in RULE_FILES
-            for m in re.finditer(r'^\s+command_line\("([\w-]+)"', path.read_text(), re.M)]
+            for pattern in patterns for m in re.finditer(pattern, path.read_text(), re.M)]
 
 
 def test_the_rules_call_inductionlab():
@@ -133,3 +136,17 @@ def test_every_rule_that_runs_a_command_records_its_cost(path):
     for block in rule_blocks(path):
         if "shell:" in block:
             assert "benchmark:" in block, block.splitlines()[0] + " ... has no benchmark:"
+
+
+def test_a_model_analysis_whose_names_are_not_its_commands_options_is_refused():
+    from inductionlab.workflow_checks import option_problems
+
+    assert option_problems("model analysis 'c'", "circuits-tables", ["weights"],
+                           ["circuits", "composition", "eigenvalues"], COMMANDS) == []
+    assert option_problems("model analysis 'c'", "circuits-tables", ["weights", "model"],
+                           ["circuits", "composition", "eigenvalues"], COMMANDS) == [
+        "model analysis 'c': its input 'model' is no option of inductionlab circuits-tables "
+        "(its options: circuits, composition, eigenvalues, weights); name it as the option it "
+        "is passed as"]
+    assert option_problems("model analysis 'c'", "no-such", [], [], COMMANDS) == [
+        "model analysis 'c': runs inductionlab no-such, which is no command"]

@@ -95,8 +95,7 @@ def _jobs_after(tiny_run, tmp_path, change: dict) -> dict:
 
 
 # Jobs that never read the head-role thresholds or the roles they give.
-ANALYSES = {"train", "weights", "circuits", "behaviour", "ablations", "dynamics",
-            "positional_shortcut_analysis"}
+ANALYSES = {"train", "analyse", "positional_shortcut_analysis"}
 
 
 def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp_path):
@@ -106,7 +105,7 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
     # formed), stacked again; what reads the roles from them: the offset attribution (its
     # head groups) with its two tables, the formation study, the readings, claims, figures,
     # the report
-    assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figure", "dynamics_figures",
+    assert set(jobs) <= {"stage_settings", "aggregate", "claims", "figures", "dynamics_figures",
                          "offsets", "formation_table", "formation_answers", "readings",
                          "report_manifest", "report", "all"}, jobs
     # stacked again: head_scores and phase_change (the rule), offset_profile and
@@ -116,7 +115,8 @@ def test_a_role_threshold_reruns_only_the_jobs_that_apply_the_rule(tiny_run, tmp
 
 def test_the_evaluation_sample_reruns_the_analyses(tiny_run, tmp_path):
     jobs = _jobs_after(tiny_run, tmp_path, {"behaviour": {"n_sequences": 128}})
-    assert {"behaviour", "ablations", "dynamics", "offsets"} <= set(jobs), jobs
+    # the model's analyses (behaviour, ablations, dynamics: one job) and the offsets
+    assert {"analyse", "offsets"} <= set(jobs), jobs
     assert "train" not in jobs, jobs
 
 
@@ -573,8 +573,7 @@ def test_stage_costs_reads_every_job_of_a_run(tiny_run, capsys):
     finally:
         sys.path.pop(0)
     jobs = job_table(tiny_run)
-    assert {"train", "extract_weights", "circuits", "behaviour", "ablations", "dynamics",
-            "aggregate", "figure", "claims", "report", "model_spec",
+    assert {"train", "analyse", "aggregate", "figures", "claims", "report",
             "positional_shortcut_analysis"} <= set(jobs["rule"])
     trained = jobs[jobs["rule"] == "train"]
     assert set(trained["model"]) >= set(VARIANTS) and (trained["s"] > 0).all()

@@ -77,22 +77,28 @@ def rule_option_problems(rules, commands) -> list[str]:
     problems = []
     for rule in rules:
         match = NAMED_COMMAND.match(getattr(rule, "shellcmd", None) or "")
-        if not match:
-            continue
-        name = match.group(1)
-        if name not in commands:
-            problems.append(f"rule {rule.name}: runs inductionlab {name}, which is no command")
-            continue
-        options = commands[name].options
-        given = set(rule.input.keys()) | set(rule.output.keys())
-        problems += [f"rule {rule.name}: its {'input' if k in rule.input.keys() else 'output'} "
-                     f"{k!r} is no option of inductionlab {name} (its options: "
-                     f"{', '.join(sorted(options))}); name it as the option it is passed as"
-                     for k in sorted(given - set(options))]
-        missing = {o for o, opt in options.items() if opt.required} - given
-        problems += [f"rule {rule.name}: inductionlab {name} needs --{o.replace('_', '-')}, "
-                     "which it does not name" for o in sorted(missing)]
+        if match:
+            problems += option_problems(f"rule {rule.name}", match.group(1), rule.input.keys(),
+                                        rule.output.keys(), commands)
     return problems
+
+
+def option_problems(who: str, name: str, inputs, outputs, commands) -> list[str]:
+    """Lines for ``who`` (a rule, or one command of a rule that runs several) passing its
+    named ``inputs`` and ``outputs`` to ``inductionlab <name>``: a name that is no option
+    of the command, a required option not given, a command that does not exist."""
+    if name not in commands:
+        return [f"{who}: runs inductionlab {name}, which is no command"]
+    options = commands[name].options
+    inputs, outputs = set(inputs), set(outputs)
+    given = inputs | outputs
+    problems = [f"{who}: its {'input' if k in inputs else 'output'} "
+                f"{k!r} is no option of inductionlab {name} (its options: "
+                f"{', '.join(sorted(options))}); name it as the option it is passed as"
+                for k in sorted(given - set(options))]
+    missing = {o for o, opt in options.items() if opt.required} - given
+    return problems + [f"{who}: inductionlab {name} needs --{o.replace('_', '-')}, "
+                       "which it does not name" for o in sorted(missing)]
 
 
 def usable_cores() -> int:

@@ -131,6 +131,41 @@ def settings_file(stage):
     return f"{RESULTS}/settings/{stage}.json"
 
 
+# ---------------------------------------------------------------- one model's analyses
+# The analyses that read only one model and seed (its model, checkpoints, weights and the
+# settings files) are each a command of a stage, registered here with model_analysis; rule
+# `analyse` (workflow/rules/analyses.smk) runs every one of them for a model and seed in
+# one process (inductionlab together), each with its own options and records, so the
+# package and torch are imported once a model instead of once a stage.
+
+MODEL_ANALYSES = {}  # name -> {"command", "input", "output", "options", "extra", "mem_mb", "runtime"}
+
+
+def model_analysis(name, command, input, output, options=None, extra_input=(), mem_mb=1000,
+                   runtime=10):
+    """Register analysis ``name``: ``inductionlab <command>`` with each of ``input``,
+    ``options`` (paths passed but not files of the rule, such as a folder) and ``output``
+    (name -> path pattern of wildcards model and seed) as the option of its name, and
+    ``extra_input`` files it needs without naming them (the checkpoints in their folder).
+    Its names are checked against the command's options now, before any job runs."""
+    from inductionlab.stages.registry import COMMANDS
+    from inductionlab.workflow_checks import option_problems
+
+    options = dict(options or {})
+    problems = option_problems(f"model analysis {name!r}", command, [*input, *options], output,
+                               COMMANDS)
+    if problems:
+        sys.exit("inductionlab: " + "\n  ".join(problems))
+    MODEL_ANALYSES[name] = {"command": command, "input": dict(input), "output": dict(output),
+                            "options": options, "extra": list(extra_input),
+                            "mem_mb": mem_mb, "runtime": runtime}
+
+
+def analysis_output(name, key):
+    """The path pattern of output ``key`` of the registered analysis ``name``."""
+    return MODEL_ANALYSES[name]["output"][key]
+
+
 # ---------------------------------------------------------------- report registry
 # A stage declares what the report shows of it with `report_section(...)` in its rule
 # file; the report includes every registered section, so a new experiment appears in

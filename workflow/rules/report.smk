@@ -3,6 +3,9 @@
 # Include this file last: it reads the registry the other rule files fill.
 # No `conda:` directive, for the reason given in train.smk.
 
+import re
+from types import SimpleNamespace
+
 from inductionlab.analysis.roles import RULED_TABLES
 
 # Light and study-wide: run where snakemake runs, never submitted to a cluster.
@@ -10,6 +13,7 @@ localrules:
     aggregate,
     claims,
     figure,
+    figures,
     model_families,
     report_manifest,
     report,
@@ -139,3 +143,54 @@ def published_outputs():
     return sorted(set(
         [path for outputs in PUBLISHED for path in outputs()] + tables + study + settings
         + report_inputs()))
+
+
+# Every figure the run shows or publishes, drawn in one process (inductionlab together:
+# matplotlib, pandas and the figure registry imported once, not once a figure). A figure
+# asked for by name that is not among them (another seed's, a model's the report does not
+# show) is drawn by the rule `figure` alone.
+FIGURE_FILE = re.compile(rf"{RESULTS}/figures/([^/]+)/([^/]+)\.png")
+
+
+def shown_figures():
+    """(subject, figure, path) of every figure file among the published outputs."""
+    found = []
+    names = {name for _, name in FIGURES_SHOWN}
+    for path in published_outputs():
+        match = FIGURE_FILE.fullmatch(path)
+        if match and match[2] in names and match[1] in [*MODELS, "models", "study"]:
+            found.append((match[1], match[2], path))
+    return found
+
+
+SHOWN_FIGURES = shown_figures()
+
+
+def figure_command(subject, name, path):
+    """The command line (without ``inductionlab``) that draws one figure."""
+    wildcards = SimpleNamespace(subject=subject, figure=name)
+    inputs = figure_inputs(wildcards)
+    words = ["figure", "--name", name, "--subject", subject, "--out", path]
+    if subject == "models":
+        words += ["--models", ",".join(VARIANTS)]
+    return shlex.join(words + ["--inputs", *figure_registry.pairs_of(inputs)])
+
+
+rule figures:
+    input:
+        sorted({p for subject, name, _ in SHOWN_FIGURES
+                for value in figure_inputs(SimpleNamespace(subject=subject, figure=name)).values()
+                for p in ([value] if isinstance(value, str) else value)}),
+    output:
+        [path for _, _, path in SHOWN_FIGURES],
+    params:
+        commands=" ".join(shlex.quote(figure_command(*f)) for f in SHOWN_FIGURES),
+    log:
+        "logs/figures.log",
+    benchmark:
+        "results/benchmarks/figures.tsv"
+    shell:
+        "inductionlab together --commands {params.commands} > {log} 2>&1"
+
+
+ruleorder: figures > figure

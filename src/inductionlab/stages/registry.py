@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import available, documents, reporting, tools  # noqa: F401 - importing one registers its commands
+from . import available, documents, reporting, together, tools  # noqa: F401 - importing one registers its commands
 from .commands import COMMANDS
 
 

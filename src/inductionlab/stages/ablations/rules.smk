@@ -6,26 +6,15 @@
 # No `conda:` directive, for the reason given in train.smk.
 
 
-rule ablations:
-    input:
-        model=model_file(MODEL_FILE),
-        behaviour_settings=settings_file("behaviour"),
-        settings=settings_file("ablations"),
-    output:
-        table=model_file("ablations.csv"),
-        attention=model_file("ablated_attention.npz"),
-    params:
-        paths=named_paths,
-    log:
-        "logs/ablations/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/ablations/{model}/seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=30,
-    shell:
-        command_line("ablations", threads=True)
+model_analysis(
+    "ablations",
+    "ablations",
+    input={"model": model_file(MODEL_FILE), "behaviour_settings": settings_file("behaviour"),
+           "settings": settings_file("ablations")},
+    output={"table": model_file("ablations.csv"), "attention": model_file("ablated_attention.npz")},
+    mem_mb=3000,
+    runtime=30,
+)
 
 
 # Induction and first-block scores of every later layer of the deepest variant, mean and

@@ -1,28 +1,17 @@
 # Behaviour: prompt suite, failure modes, attention patterns, head scores and roles.
 # No `conda:` directive, for the reason given in train.smk.
 
-rule behaviour:
-    input:
-        model=model_file(MODEL_FILE),
-        settings=settings_file("behaviour"),
-    output:
-        completions=model_file("completions.csv"),
-        failure_modes=model_file("failure_modes.csv"),
-        attention=model_file("attention.npz"),
-        head_scores=model_file("head_scores.csv"),
-        behaviour=model_file("behaviour.csv"),
-    params:
-        paths=named_paths,
-    log:
-        "logs/behaviour/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/behaviour/{model}/seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=3000,
-        runtime=20,
-    shell:
-        command_line("behaviour", threads=True)
+model_analysis(
+    "behaviour",
+    "behaviour",
+    input={"model": model_file(MODEL_FILE), "settings": settings_file("behaviour")},
+    output={"completions": model_file("completions.csv"),
+            "failure_modes": model_file("failure_modes.csv"),
+            "attention": model_file("attention.npz"), "head_scores": model_file("head_scores.csv"),
+            "behaviour": model_file("behaviour.csv")},
+    mem_mb=3000,
+    runtime=20,
+)
 
 
 rule attention_figures:

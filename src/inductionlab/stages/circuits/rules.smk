@@ -4,25 +4,13 @@
 # No `conda:` directive, for the reason given in train.smk.
 
 
-rule circuits:
-    input:
-        weights=model_file("weights.npz"),
-    output:
-        circuits=model_file("circuits.csv"),
-        composition=model_file("composition.csv"),
-        eigenvalues=model_file("eigenvalues.npz"),
-    params:
-        paths=named_paths,
-    log:
-        "logs/circuits/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/circuits/{model}/seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    shell:
-        command_line("circuits-tables")
+model_analysis(
+    "circuits",
+    "circuits-tables",
+    input={"weights": model_file("weights.npz")},
+    output={"circuits": model_file("circuits.csv"), "composition": model_file("composition.csv"),
+            "eigenvalues": model_file("eigenvalues.npz")},
+)
 
 
 rule circuit_figures:

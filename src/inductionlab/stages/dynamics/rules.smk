@@ -4,30 +4,18 @@
 # No `conda:` directive, for the reason given in train.smk.
 
 
-rule dynamics:
-    input:
-        model=model_file(MODEL_FILE),
-        checkpoints=checkpoint_files(),
-        behaviour_settings=settings_file("behaviour"),
-        settings=settings_file("dynamics"),
-    output:
-        dynamics=model_file("dynamics.csv"),
-        losses=model_file("per_token_losses.npz"),
-        phase_change=model_file("phase_change.csv"),
-    log:
-        "logs/dynamics/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/dynamics/{model}/seed{seed}.tsv"
-    params:
-        checkpoints=lambda wildcards, input: os.path.dirname(input.checkpoints[0]),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=30,
-    shell:
-        "inductionlab dynamics --model {input.model} --checkpoints {params.checkpoints} "
-        "--behaviour-settings {input.behaviour_settings} --settings {input.settings} --dynamics {output.dynamics} --losses {output.losses} "
-        "--phase-change {output.phase_change} --threads {threads} > {log} 2>&1"
+model_analysis(
+    "dynamics",
+    "dynamics",
+    input={"model": model_file(MODEL_FILE), "behaviour_settings": settings_file("behaviour"),
+           "settings": settings_file("dynamics")},
+    options={"checkpoints": f"{model_folder()}/{CHECKPOINTS}"},
+    extra_input=checkpoint_files(),
+    output={"dynamics": model_file("dynamics.csv"), "losses": model_file("per_token_losses.npz"),
+            "phase_change": model_file("phase_change.csv")},
+    mem_mb=2000,
+    runtime=30,
+)
 
 
 rule dynamics_figures:

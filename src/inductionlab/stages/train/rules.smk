@@ -74,21 +74,13 @@ else:
                     "{params.documents:q} --threads {threads} > {log} 2>&1"
 
 
-rule extract_weights:
-    input:
-        model=model_file(MODEL_FILE),
-    output:
-        weights=model_file("weights.npz"),
-    log:
-        "logs/extract_weights/{model}/seed{seed}.log",
-    benchmark:
-        "results/benchmarks/extract_weights/{model}/seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    shell:
-        "inductionlab extract-weights --model {input.model} --out {output.weights} > {log} 2>&1"
+model_analysis(
+    "extract_weights",
+    "extract-weights",
+    input={"model": model_file(MODEL_FILE)},
+    output={"out": model_file("weights.npz")},
+    runtime=5,
+)
 
 
 TRAIN_WORDS = section_prose("prose.yaml")
