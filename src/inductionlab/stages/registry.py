@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import available, documents, reporting, together, tools  # noqa: F401 - importing one registers its commands
-from .commands import COMMANDS
+from . import available, documents, reporting, tools  # noqa: F401 - importing one registers its commands
+from .commands import COMMANDS, THREADS, Option, command, say
 
 
 def build_parser(description: str = "") -> argparse.ArgumentParser:
@@ -28,3 +28,32 @@ def run_command(args: argparse.Namespace) -> None:
 
         torch.set_num_threads(max(1, args.threads))
     cmd.run(**{name: getattr(args, name) for name in cmd.options})
+
+
+@command("together", "run several inductionlab commands in this one process, one after another",
+         commands=Option("each a whole command line without the word inductionlab, quoted as "
+                         "one argument", type=str, many=True),
+         threads=THREADS)
+def together(commands, threads):
+    """Several commands in one process: the analyses that read only one model and seed run
+    one after another in one interpreter, so the package and torch are imported once (about
+    two CPU seconds a process), not once a stage. Each runs as itself: its own options, its
+    own record naming it as the writer of its files, its own progress lines."""
+    import shlex
+
+    from ..process_cost import part_cost
+
+    parser = build_parser()
+    parsed = []
+    for line in commands:  # every line parsed before any runs: a typo costs nothing
+        words = shlex.split(line)
+        if words[:1] == ["together"]:
+            raise ValueError(f"{line!r}: together runs other commands, not itself")
+        args = parser.parse_args(words)
+        if "threads" in COMMANDS[args.command].options:
+            args.threads = threads
+        parsed.append((words, args))
+    for i, (words, args) in enumerate(parsed, 1):
+        say(f"[{i}/{len(parsed)}] inductionlab {args.command}")
+        with part_cost(args.command, words):
+            run_command(args)

@@ -33,7 +33,7 @@ import torch
 
 from ...core.ablation_plan import (BASELINE, EMBEDDING, LAYER_KINDS, MINUS_HEAD, RESIDUAL, STREAMS,
                                    Ablation, check_fits, expand_entries, head_name)
-from ...core.model import NO_INTERVENTION, Intervention, ModelConfig
+from ...core.model import NO_INTERVENTION, Intervention, ModelConfig, chunked
 from ...core.formats import NATS, SHARE_OF_ATTENTION, declare_table
 from ...analysis.roles import INDUCTION, content_column, control_column
 from ...analysis.uncertainty import bootstrap_interval, interval_columns, percentile_interval
@@ -175,7 +175,9 @@ class AblatedModel:
                        head_out: bool = True):
         if intervention is not NO_INTERVENTION:
             raise ValueError("an AblatedModel applies its own ablation; pass no intervention")
-        return self.model.run_with_cache(tokens, self.intervention(tokens), head_out=head_out)
+        # in chunks, each with its own intervention (a frozen pattern is its chunk's)
+        return chunked(lambda part: self.model.run_with_cache(part, self.intervention(part),
+                                                              head_out=head_out), tokens, head_out)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.model(tokens, self.intervention(tokens))
