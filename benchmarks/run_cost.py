@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peak-gflops", type=float, default=None,
                         help="the core's FP32 peak, where the detection cannot know it")
     args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="run_cost_"))
+    workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="run_cost_"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     configs = [c.resolve() for c in args.config]
     log = workdir / "process_cost.jsonl"

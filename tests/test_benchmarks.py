@@ -36,6 +36,17 @@ TINY = {
          r"^\| job-seconds \(serial\) \| 432 s = 7\.2 min \|$",
          r"^\| train \| 2 \| 400 \| 92\.6% \| 200 \| 250 \| 300 \| 800 \|$",
          r"^\| one_layer \| 150 \| 10\.0 \| 160 \|$"]),
+    "run_cost.py": (
+        # one model of the tiny config trained: a real workflow run, counted by the kernel
+        ["--config", str(ROOT / "tests" / "config.tiny.yaml"), "--cores", "1", "--workdir", "work",
+         "--target", "results/one_layer/seed0/model.pt"],
+        [r"^core: .+: (16|32|64) FP32 flop/cycle x \d+\.\d\d GHz = \d+\.\d GFLOP/s per core",
+         r"^train\s+1\s+\d+\.\d\s+\d+\.\d%",
+         r"^snakemake and the rest\s+\d+\.\d",
+         r"^commands run: 1; CPU in all \(kernel\): [\d,]+\.\d s",
+         r"^training share: [\d,.]+ of [\d,.]+ CPU s = \d+\.\d%",
+         r"^training matrix work: \S+ FLOP; at the core's peak [\d,.]+ CPU s; done in",
+         r"^one_layer\s+1\s+\d+\.\d"]),
     "stage_costs.py": (
         [RUN],
         [r"^jobs 4: 432 job-seconds wall, 324 CPU$",
