@@ -20,12 +20,11 @@ made the reaper of every orphan below it. Then it counts:
   (``inductionlab.core.flop_count``) and the rate it was done at, as a share of the core's
   FP32 peak.
 
-**The peak.** Flop per cycle from the core's vector units (``/proc/cpuinfo``): AVX-512 on
-two full-width 512-bit FMA pipes is 64 per cycle; AMD's Zen 4 runs AVX-512 on two 256-bit
-pipes, 32 per cycle, as does AVX2 with FMA; without FMA, 16. Times the clock the kernel
-reports (``cpu MHz``). ``--peak-gflops`` overrides the result where the detection cannot
-know (an Intel part with one 512-bit FMA unit is 32, not 64). A one-thread matrix product
-measured here is printed beside it, as the rate the library reaches on large matrices.
+**The peak** (``inductionlab.core.flop_count.core_peak``): flop per cycle from the core's
+vector units times its clock, or the rate a one-thread matrix product reaches here where
+that is higher (the kernel reports the base clock, not the boost). ``--peak-gflops``
+overrides it where the detection cannot know (an Intel part with one 512-bit FMA unit is
+32 flop a cycle, not 64).
 
 Asserts nothing; prints its figures.
 """
@@ -45,43 +44,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PR_SET_CHILD_SUBREAPER = 36
-
-
-def core_peak() -> dict:
-    """The core's name, vector width, FP32 flop per cycle, clock (GHz) and peak (GFLOP/s)."""
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    fields = {}
-    for line in info.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    flags = set(fields.get("flags", "").split())
-    vendor, family = fields.get("vendor_id", ""), int(fields.get("cpu family", "0") or 0)
-    if "avx512f" in flags and vendor == "AuthenticAMD" and family == 25:
-        units, per_cycle = "AVX-512 on two 256-bit FMA pipes (Zen 4)", 32
-    elif "avx512f" in flags:
-        units, per_cycle = "AVX-512, two 512-bit FMA pipes assumed", 64
-    elif "fma" in flags and "avx2" in flags:
-        units, per_cycle = "AVX2 with two 256-bit FMA pipes", 32
-    else:
-        units, per_cycle = "no FMA (SSE/AVX)", 16
-    ghz = float(fields.get("cpu MHz", "0") or 0) / 1000
-    return {"name": fields.get("model name", "unknown core"), "units": units,
-            "flop_per_cycle": per_cycle, "ghz": ghz, "gflops": per_cycle * ghz}
-
-
-def measured_matmul_gflops(n: int = 768, repeats: int = 20) -> float:
-    """The rate of a one-thread n x n float32 matrix product (best of ``repeats``)."""
-    import torch
-
-    torch.set_num_threads(1)
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best / 1e9
 
 
 def run_workflow(configs: list[Path], workdir: Path, cores: int, targets: list[str], log: Path) -> tuple[int, float, float]:
@@ -204,14 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     status, cpu, wall = run_workflow(configs, workdir, args.cores, args.target, log)
     if status:
         print(f"snakemake exited with status {status}; the figures cover what ran")
+    from inductionlab.core.flop_count import at_least_measured, core_peak, measured_matmul_gflops
+
     peak, matmul = core_peak(), measured_matmul_gflops()
     if args.peak_gflops:
         peak |= {"gflops": args.peak_gflops, "units": peak["units"] + ", peak given"}
-    elif matmul > peak["gflops"]:
-        # the kernel reports the base clock; the core runs faster (boost): the clock is at
-        # least what the measured product implies
-        peak |= {"ghz": matmul / peak["flop_per_cycle"], "gflops": matmul,
-                 "units": peak["units"] + ", clock at least the matrix product's"}
+    else:
+        peak = at_least_measured(peak, matmul)
     report(read_log(log), cpu, wall, args.cores, peak, matmul, workdir)
     return status
 

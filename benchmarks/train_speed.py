@@ -18,7 +18,10 @@ For every default variant (or those named by ``--variants``), times in alternati
 - stacked: ``--stack`` seeds trained as one ``StackedModels`` (eager), time per seed.
 
 Every timed step includes sampling the batch. The ratio project / plain is the figure
-of merit (lower is faster). Asserts nothing.
+of merit (lower is faster). Last, each variant's project step as a rate of matrix work
+(``inductionlab.core.flop_count``) and its share of this core's FP32 peak. Times are CPU
+seconds of this process (one thread: its wall time when it has a core to itself). Asserts
+nothing.
 
 Measured and left out, because they did not pay on a 2-core AMD EPYC (AVX2, torch 2.13 CPU):
 - ``torch.compile(mode="max-autotune")``: inductor's C++ GEMM templates beat MKL on the
@@ -47,6 +50,8 @@ from torch import nn
 
 from inductionlab.core.compile_policy import loss_function, should_compile
 from inductionlab.core.data import TaskConfig, sample_sequences
+from inductionlab.core.flop_count import (at_least_measured, core_peak, measured_matmul_gflops,
+                                          training_flop)
 from inductionlab.core.model import ModelConfig, build_model, choose_attention, sinusoidal_table
 from inductionlab.core.seeding import generator
 from inductionlab.core.stacked import StackedModels, per_seed_loss
@@ -129,12 +134,13 @@ def adamw(params):
     return torch.optim.AdamW(params, **TRAIN)
 
 
-def timed(step, n: int) -> float:
-    """Seconds per call of ``step`` over ``n`` calls."""
-    start = time.perf_counter()
+def timed(step, n: int, clock=time.process_time) -> float:
+    """CPU seconds of this process per call of ``step`` over ``n`` calls (``clock``:
+    another clock, such as the wall clock for a compile that runs in worker processes)."""
+    start = clock()
     for _ in range(n):
         step()
-    return (time.perf_counter() - start) / n
+    return (clock() - start) / n
 
 
 def main() -> None:
@@ -157,6 +163,7 @@ def main() -> None:
     if args.stack:
         header += f" {'stacked':>8s} {'ratio':>6s}"
     print(header + "   compile")
+    project_ms = {}
     for name in args.variants:
         cfg = VARIANTS[name]
         gen = generator(0, "benchmark")
@@ -172,7 +179,7 @@ def main() -> None:
         compiled = should_compile("auto", STEPS_PER_RUN, torch.device("cpu"))
         loss_fn = loss_function(model, compiled, log=print)
         eager_fn = loss_function(eager_model, False, log=print)
-        compile_s = timed(lambda: project_step(loss_fn, opt, task, gen, args.batch), 1)
+        compile_s = timed(lambda: project_step(loss_fn, opt, task, gen, args.batch), 1, time.perf_counter)
         methods = {"plain": lambda: plain_step(plain, plain_opt, task, gen, args.batch),
                    "plain_c": lambda: plain_step(plain_c, plain_c_opt, task, gen, args.batch, plain_c_loss),
                    "project": lambda: project_step(loss_fn, opt, task, gen, args.batch),
@@ -192,6 +199,7 @@ def main() -> None:
                 n = max(1, args.steps // per_call[m])
                 times[m].append(timed(step, n) / per_call[m] * 1e3)
         med = {m: statistics.median(t) for m, t in times.items()}
+        project_ms[name] = med["project"]
         line = (f"{name:20s} {med['plain']:8.2f} {med['plain_c']:8.2f} {med['project']:8.2f}"
                 f" {med['project'] / med['plain']:6.2f} {med['project'] / med['plain_c']:7.2f}"
                 f" {med['eager']:8.2f} {med['eager'] / med['plain']:6.2f}")
@@ -201,6 +209,12 @@ def main() -> None:
             saved_s = (med["eager"] - med["project"]) * STEPS_PER_RUN / 1e3
             line += f"   {compile_s:.0f} s, saves {saved_s:.0f} s per {STEPS_PER_RUN:,} steps"
         print(line, flush=True)
+    peak = at_least_measured(core_peak(), measured_matmul_gflops())
+    print(f"core: {peak['name']}, {peak['units']}: {peak['gflops']:.1f} GFLOP/s FP32 peak")
+    for name, ms in project_ms.items():
+        cfg = VARIANTS[name]
+        rate = training_flop(cfg.seq_len, cfg.vocab_size, cfg.d_model, cfg.n_layers, args.batch, 1) / ms / 1e6
+        print(f"{name}: project step {rate:.1f} GFLOP/s of matrix work = {rate / peak['gflops']:.1%} of peak")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory of this process: {peak_mb:.0f} MB")
 

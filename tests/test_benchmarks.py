@@ -24,6 +24,8 @@ TINY = {
         [r"^torch \S+, 1 thread\(s\), batch 8, median of 1 blocks of 2 steps",
          # plain, plain compiled, project, two ratios, eager, its ratio, stacked, its ratio
          r"^one_layer" + r"\s+\d+\.\d\d" * 9 + r"\s+\d+ s, saves -?\d+ s per 10,000 steps$",
+         r"^core: .+: \d+\.\d GFLOP/s FP32 peak$",
+         r"^one_layer: project step \d+\.\d GFLOP/s of matrix work = \d+\.\d% of peak$",
          r"^peak resident memory of this process: \d+ MB$"]),
     "step_profile.py": (
         # eager: train_speed.py compiles the same step already
