@@ -113,7 +113,7 @@ def test_jobs_were_submitted_to_slurm(slurm_run):
     work, output = slurm_run
     assert "has been submitted with SLURM jobid" in output
     logs = work / ".snakemake" / "slurm_logs"
-    for rule in ("train", "behaviour", "ablations", "dynamics"):  # the heavy rules
+    for rule in ("train", "analyse"):  # the heavy rules
         assert list((logs / f"rule_{rule}").rglob("*.log")), rule
 
 

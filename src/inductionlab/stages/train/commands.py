@@ -1,7 +1,7 @@
 """The training stage's commands: a model's spec, its training (alone or seeds stacked), its weights."""
 from __future__ import annotations
 
-from ..commands import THREADS, Option, command, path, paths, say, text
+from ..commands import THREADS, Option, command, optional_path, path, paths, say, text
 from ..documents import _json_document
 
 
@@ -39,13 +39,18 @@ def train_stacked(specs, threads, documents=None):
 
 
 @command("extract-weights", "write weights.npz from model.pt",
-         model=path("a model.pt"), out=path("the weights.npz to write"))
-def extract_weights(model, out):
-    from ...core.loading import load_model
+         model=path("a model.pt"), out=path("the weights.npz to write"),
+         spec=optional_path("the model's spec.json, checked to be the file its training wrote "
+                            "and the spec the model was trained on"))
+def extract_weights(model, out, spec=None):
+    from ...core.loading import load_model, read_spec
     from ...core.weights import save_weights
 
-    loaded, spec = load_model(model)
-    save_weights(out, loaded, spec)
+    loaded, trained = load_model(model)
+    if spec is not None and read_spec(spec).to_dict() != trained.to_dict():
+        raise ValueError(f"{spec} is not the spec {model} was trained on; delete it and rerun "
+                         "snakemake, which trains the model from config.yaml again")
+    save_weights(out, loaded, trained)
     say(f"wrote {out}")
 
 
