@@ -46,17 +46,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def run_workflow(configs: list[Path], workdir: Path, cores: int, targets: list[str], log: Path) -> tuple[int, float, float]:
-    """Run snakemake; (exit status, CPU seconds of every process below this one, wall seconds)."""
+def run_workflow(configs: list[Path], workdir: Path, cores: int, targets: list[str],
+                 log: Path, options: list[str] = ()) -> tuple[int, float, float, float]:
+    """Run snakemake; (exit status, CPU seconds of every process below this one, of those the
+    orphans' (processes that outlived the job that started them, such as compiler workers,
+    reaped here), wall seconds)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of the run are reaped here
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, INDUCTIONLAB_CPU_LOG=str(log))
     command = [sys.executable, "-m", "snakemake", *targets, "-s", str(ROOT / "Snakefile"),
-               "-d", str(workdir), "--cores", str(cores), "--configfile", *map(str, configs)]
+               "-d", str(workdir), "--cores", str(cores), *options, "--configfile", *map(str, configs)]
     start = time.perf_counter()
     proc = subprocess.Popen(command, env=env, cwd=workdir)
-    status = proc.wait()
+    _, raw, tree = os.wait4(proc.pid, 0)  # Snakemake and every process it waited for
+    proc.returncode = status = os.waitstatus_to_exitcode(raw)
     wall = time.perf_counter() - start
     while True:  # every orphan left (a compiler worker outliving its job), waited for
         try:
@@ -66,7 +70,7 @@ def run_workflow(configs: list[Path], workdir: Path, cores: int, targets: list[s
             break
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return status, cpu, wall
+    return status, cpu, cpu - (tree.ru_utime + tree.ru_stime), wall
 
 
 def read_log(log: Path) -> list[dict]:
@@ -102,8 +106,8 @@ def training_rows(records: list[dict], workdir: Path) -> list[dict]:
     return rows
 
 
-def report(records: list[dict], total_cpu: float, wall: float, cores: int, peak: dict,
-           matmul: float, workdir: Path) -> None:
+def report(records: list[dict], total_cpu: float, orphans: float, wall: float, cores: int,
+           peak: dict, matmul: float, workdir: Path) -> None:
     per = defaultdict(lambda: {"jobs": 0, "cpu": 0.0, "rss": 0.0})
     for r in records:
         p = per[r["command"]]
@@ -118,7 +122,8 @@ def report(records: list[dict], total_cpu: float, wall: float, cores: int, peak:
     for name, p in sorted(per.items(), key=lambda kv: -kv[1]["cpu"]):
         print(f"{name:<30s} {p['jobs']:5d} {p['cpu']:9.1f} {p['cpu'] / total_cpu:7.1%} "
               f"{p['cpu'] / p['jobs']:8.2f} {p['rss']:8.0f}")
-    rest = total_cpu - commands
+    rest = total_cpu - commands - orphans
+    print(f"{'orphans (compiler workers)':<30s} {'':5s} {orphans:9.1f} {orphans / total_cpu:7.1%}")
     print(f"{'snakemake and the rest':<30s} {'':5s} {rest:9.1f} {rest / total_cpu:7.1%}")
     print(f"\ncommands run: {len(records)}; CPU in all (kernel): {total_cpu:,.1f} s = "
           f"{total_cpu / 60:.1f} min, / {cores} cores = {total_cpu / cores / 60:.1f} min; "
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--target", nargs="*", default=[], help="snakemake targets (default: the whole run)")
+    parser.add_argument("--snakemake", nargs="*", default=[], metavar="OPTION",
+                        help="more options for snakemake (e.g. --scheduler greedy), as one word each")
     parser.add_argument("--peak-gflops", type=float, default=None,
                         help="the core's FP32 peak, where the detection cannot know it")
     args = parser.parse_args(argv)
@@ -163,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         log.unlink()
     print(f"running the workflow on {' + '.join(map(str, configs))} in {workdir}, --cores "
           f"{args.cores}", flush=True)
-    status, cpu, wall = run_workflow(configs, workdir, args.cores, args.target, log)
+    status, cpu, orphans, wall = run_workflow(configs, workdir, args.cores, args.target, log,
+                                              args.snakemake)
     if status:
         print(f"snakemake exited with status {status}; the figures cover what ran")
     from inductionlab.core.flop_count import at_least_measured, core_peak, measured_matmul_gflops
@@ -173,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         peak |= {"gflops": args.peak_gflops, "units": peak["units"] + ", peak given"}
     else:
         peak = at_least_measured(peak, matmul)
-    report(read_log(log), cpu, wall, args.cores, peak, matmul, workdir)
+    report(read_log(log), cpu, orphans, wall, args.cores, peak, matmul, workdir)
     return status
 
 
