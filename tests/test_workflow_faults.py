@@ -124,8 +124,9 @@ def test_a_hand_edited_spec_is_never_trained(copy_of_run):
     assert "writes it from config.yaml again" in proc.stdout + proc.stderr
     assert after == before
     assert model.read_bytes() == weights  # the model's analyses refused the spec; nothing trained on it
-    spec.unlink()  # the one step the message gives: the spec is written from the config again
-    rebuilt = _run(work, model.relative_to(work))
+    spec.unlink()  # the one step the message gives: the training job writes it again (and
+    # trains the model from the config, to the same bytes)
+    rebuilt = _run(work, spec.relative_to(work))
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert '"n_heads": 4' in spec.read_text() and model.read_bytes() == weights
 
