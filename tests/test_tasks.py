@@ -228,3 +228,15 @@ def test_the_floors_docs_methods_quotes_are_the_computed_ones():
     assert f"{ro.loss_all:.4f} nats over all targets" in text
     cross = period_mixture_floor([6], 26, 24, predictor=list(range(3, 9)))
     assert f"{cross.loss_pred:.4f} nats and accuracy {cross.acc_pred:.4f} in expectation" in text
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_training_batch_is_the_sample_s_tokens_from_the_same_draws(kind):
+    """Training reads a batch's tokens alone; they, and what the generator draws next, are
+    those of the full sample: a model trains on the same batches either way."""
+    from inductionlab.core.task_kinds import training_tokens
+
+    task = _task(kind)
+    alone, full = generator(3, "batches"), generator(3, "batches")
+    for _ in range(3):
+        assert torch.equal(training_tokens(task, 64, alone), task.sample(64, full).tokens)

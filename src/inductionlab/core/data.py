@@ -29,8 +29,11 @@ class TaskConfig:
     block_len: int = 6
     n_blocks: int = 4
 
+    def sample_tokens(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        return sample_sequences(n, self, gen)
+
     def sample(self, n: int, gen: torch.Generator) -> TaskSample:
-        tokens = sample_sequences(n, self, gen)
+        tokens = self.sample_tokens(n, gen)
         periods = torch.full((n,), self.block_len)
         return TaskSample(tokens, periodic_sources(periods, torch.zeros(n, dtype=torch.long),
                                                    self.seq_len))

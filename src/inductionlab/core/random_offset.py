@@ -45,15 +45,23 @@ class RandomOffset:
                     f"context of {self.seq_len} tokens: the block must repeat at least once"]
         return []
 
-    def sample(self, n: int, gen: torch.Generator) -> TaskSample:
+    def _draw(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens, each sequence's first repeated position)."""
         T, L = self.seq_len, self.block_len
         starts = torch.randint(0, self.max_offset + 1, (n,), generator=gen)
         prefix = torch.randint(0, self.vocab_size, (n, T), generator=gen)
         blocks = torch.randint(0, self.vocab_size, (n, L), generator=gen)
         t = torch.arange(T)[None, :]
         in_block = (t - starts[:, None]).clamp_min(0) % L
-        tokens = torch.where(t < starts[:, None], prefix, blocks.gather(1, in_block))
-        return TaskSample(tokens, periodic_sources(torch.full((n,), L), starts, T))
+        return torch.where(t < starts[:, None], prefix, blocks.gather(1, in_block)), starts
+
+    def sample_tokens(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        return self._draw(n, gen)[0]
+
+    def sample(self, n: int, gen: torch.Generator) -> TaskSample:
+        tokens, starts = self._draw(n, gen)
+        return TaskSample(tokens, periodic_sources(torch.full((n,), self.block_len), starts,
+                                                   self.seq_len))
 
     def hypotheses(self) -> list[Copying]:
         """Offset r copies the letter ``block_len`` back from token r + block_len on."""

@@ -15,6 +15,7 @@ from .model import AttentionOnlyTransformer, build_model
 from .seeding import generator
 from .resume import adam_moments, restore_adam
 from .spec import Spec
+from .task_kinds import training_tokens
 from .train import _SeedRun, _setup, first_non_finite, optimizer, train_step
 
 
@@ -125,7 +126,7 @@ def train_stacked(specs: list, out_dirs: list, threads: int = 1, log=None) -> li
                 run.resume.keep_from(step)
         if step == runs[0].steps:
             break
-        tokens = torch.stack([task.sample(tcfg.batch_size, g).tokens for g in gens]).to(device)
+        tokens = torch.stack([training_tokens(task, tcfg.batch_size, g) for g in gens]).to(device)
         per_seed = per_seed_loss(stack(tokens), tokens)
         train_step(per_seed.sum(), opt)
         losses = per_seed.detach()

@@ -20,6 +20,7 @@ from .seeding import generator
 from .compile_policy import compile_lock, loss_function, should_compile
 from .resume import ResumeState, adam_moments, restore_adam, resume_key
 from .spec import Spec
+from .task_kinds import training_tokens
 
 
 class TrainingDiverged(RuntimeError):
@@ -242,7 +243,7 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) ->
             run.resume.keep_from(step)
         if step == run.steps:
             break
-        tokens = task.sample(tcfg.batch_size, batch_gen).tokens.to(device)
+        tokens = training_tokens(task, tcfg.batch_size, batch_gen).to(device)
         with compile_lock(spec, device, log) if compiled and step == first else contextlib.nullcontext():
             train_loss = train_step(loss_fn(tokens), opt)
         first_bad = first_non_finite(first_bad, train_loss, step)

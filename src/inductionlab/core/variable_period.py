@@ -50,11 +50,18 @@ class VariablePeriod:
                     "(the exact floor sums over every repetition pattern of a block)"]
         return []
 
-    def sample(self, n: int, gen: torch.Generator) -> TaskSample:
+    def _draw(self, n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens, each sequence's period)."""
         periods = torch.randint(self.min_period, self.max_period + 1, (n,), generator=gen)
         blocks = torch.randint(0, self.vocab_size, (n, self.max_period), generator=gen)
         pos = torch.arange(self.seq_len)[None, :] % periods[:, None]
-        tokens = blocks.gather(1, pos)
+        return blocks.gather(1, pos), periods
+
+    def sample_tokens(self, n: int, gen: torch.Generator) -> torch.Tensor:
+        return self._draw(n, gen)[0]
+
+    def sample(self, n: int, gen: torch.Generator) -> TaskSample:
+        tokens, periods = self._draw(n, gen)
         return TaskSample(tokens, periodic_sources(periods, torch.zeros(n, dtype=torch.long),
                                                    self.seq_len))
 
