@@ -35,13 +35,15 @@ def test_profile_dry_run_succeeds(tiny_config, name):
 
 def test_only_the_workflows_own_profile_is_loaded_implicitly(tiny_config):
     """Snakemake loads profiles/default/ beside the Snakefile (the repository root) by
-    itself, not workflow/profiles/: that one only redoes jobs a killed run left unfinished."""
+    itself, not workflow/profiles/: that one only redoes jobs a killed run left unfinished,
+    prints a failed job's log, and picks jobs greedily."""
     proc = dry_run(tiny_config)
     assert proc.returncode == 0, proc.stderr[-3000:]
     own = ROOT / "profiles" / "default"
     assert f"Using workflow specific profile {own} for setting default" in proc.stdout + proc.stderr
     assert yaml.safe_load((own / "config.yaml").read_text()) == {"rerun-incomplete": True,
-                                                                  "show-failed-logs": True}
+                                                                  "show-failed-logs": True,
+                                                                  "scheduler": "greedy"}
 
 
 def test_slurm_profile_sets_partition_not_account():
