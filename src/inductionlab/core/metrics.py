@@ -51,8 +51,13 @@ def pooled_units(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model, sample: TaskSample, batch_size: int = EVAL_CHUNK) -> dict:
-    """:func:`task_metrics` of ``model`` on a task sample, computed in chunks (every
-    sequence's logits are its own, whatever the chunk)."""
-    tokens = sample.tokens
-    logits = torch.cat([model(tokens[i:i + batch_size]) for i in range(0, len(tokens), batch_size)])
-    return task_metrics(logits, tokens, sample.predictable)
+    """:func:`task_metrics` of ``model`` on a task sample, computed in chunks."""
+    logits = chunked_logits(model, sample.tokens, batch_size)
+    return task_metrics(logits, sample.tokens, sample.predictable)
+
+
+@torch.no_grad()
+def chunked_logits(model, tokens: torch.Tensor, chunk: int = EVAL_CHUNK) -> torch.Tensor:
+    """``model(tokens)`` a chunk at a time: the same logits (every sequence's are its own),
+    with each chunk's activations in the core's cache."""
+    return torch.cat([model(tokens[i:i + chunk]) for i in range(0, len(tokens), chunk)])

@@ -14,6 +14,7 @@ from ...core.data import ALPHABET, TaskConfig, repeat_blocks
 from ...core.seeding import generator
 from ...analysis.uncertainty import binomial_interval, bootstrap_interval, interval_columns
 from ...core.decoding import greedy_complete
+from ...core.bounds import EVAL_CHUNK  # sequences through the model at once
 from .measures import completion_accuracy
 from ...core.formats import declare_table
 
@@ -108,7 +109,6 @@ def blocks_with_pattern(pattern: str, n: int, vocab_size: int, gen: torch.Genera
     return letters[:, index]
 
 
-from ...core.bounds import EVAL_CHUNK as CHUNK  # sequences through the model at once
 
 
 @torch.no_grad()
@@ -127,7 +127,7 @@ def failure_modes(model, task: TaskConfig, samples: int, prompt_len: int, seed: 
     blocks = torch.cat([blocks_with_pattern(p, samples, task.vocab_size, gen) for p in patterns])
     seqs = repeat_blocks(blocks, task.n_blocks)
     start = task.first_predictable
-    chunks = [seqs[i:i + CHUNK] for i in range(0, len(seqs), CHUNK)]  # bounded memory
+    chunks = [seqs[i:i + EVAL_CHUNK] for i in range(0, len(seqs), EVAL_CHUNK)]  # bounded memory
     correct = torch.cat([(model(c)[:, :-1].argmax(-1) == c[:, 1:])[:, start:].float().mean(-1)
                          for c in chunks])
     greedy = torch.cat([greedy_complete(model, c[:, :prompt_len], task.seq_len) for c in chunks])

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...core.bounds import EVAL_CHUNK
 
 from ...analysis.uncertainty import binomial_interval, bootstrap_interval, interval_columns
 
@@ -66,11 +65,6 @@ def measure_table(measures: dict[str, Measure], seed: int) -> pd.DataFrame:
     bounds = [m.interval(seed, "behaviour-units") for m in measures.values()]
     return pd.DataFrame({"metric": list(measures), "value": [float(m.value) for m in measures.values()],
                          low: [b[0] for b in bounds], high: [b[1] for b in bounds]})
-
-
-@torch.no_grad()
-def _logits(model, tokens: torch.Tensor, batch: int = EVAL_CHUNK) -> torch.Tensor:
-    return torch.cat([model(tokens[i:i + batch]) for i in range(0, len(tokens), batch)])
 
 
 # ---------------------------------------------------------------- on completed sequences

@@ -11,9 +11,10 @@ from __future__ import annotations
 import torch
 
 from ...core.data import ALPHABET, TaskConfig, repeat_blocks
+from ...core.metrics import chunked_logits
 from ...core.seeding import generator
 
-from .measures import Measure, _logits, mean_measure, rate_measure
+from .measures import Measure, mean_measure, rate_measure
 from .failure_modes import blocks_with_pattern
 
 
@@ -83,7 +84,7 @@ def period_measures(model, task: TaskConfig, periods, n: int, seed: int,
     trained = set(trained_periods(own)) if own is not None else set()
     for p in period_test_lengths(periods, own, task.seq_len):
         seq = period_sequences(task, p, n, seed)
-        correct = (_logits(model, seq)[:, p:-1].argmax(-1) == seq[:, p + 1:]).float()
+        correct = (chunked_logits(model, seq)[:, p:-1].argmax(-1) == seq[:, p + 1:]).float()
         out[f"period{p}_acc"] = mean_measure(correct.mean(-1), correct.mean().item())
         if own is not None:
             out[f"period{p}_trained"] = Measure(float(p in trained))
@@ -133,7 +134,7 @@ def shared_prefix_measures(model, task: TaskConfig, prefix_len: int, n: int,
     if not shared_prefix_fits(task, prefix_len):
         return {}
     seq, first, nearest = shared_prefix_prompts(task, prefix_len, n, seed)
-    predicted = _logits(model, seq)[:, -1].argmax(-1)
+    predicted = chunked_logits(model, seq)[:, -1].argmax(-1)
     follows_first, follows_nearest = predicted == first, predicted == nearest
     return {"shared_prefix_follows_first": rate_measure(follows_first),
             "shared_prefix_follows_nearest": rate_measure(follows_nearest),

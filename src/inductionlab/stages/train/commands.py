@@ -1,4 +1,5 @@
-"""The training stage's commands: a model's spec, its training (alone or seeds stacked), its weights."""
+"""The training stage's commands: a model's training (alone or seeds stacked, writing its spec
+first), its weights."""
 from __future__ import annotations
 
 from ..commands import THREADS, Option, command, optional_path, path, paths, say, text
@@ -54,10 +55,8 @@ def extract_weights(model, out, spec=None):
     say(f"wrote {out}")
 
 
-@command("write-spec", "write a model's spec.json from the JSON document given on the command "
-         "line, checked as training reads it (a shell command, so no Python job)",
-         out=path("the spec.json to write"), document=text("the spec as JSON text", required=True))
-def write_spec_file(out, document):
+def write_spec_file(out, document: str) -> None:
+    """Write the spec given as JSON text to ``out``, checked as training reads it."""
     from ...core.spec import Spec, write_spec
 
     parsed = _json_document(out, document)
