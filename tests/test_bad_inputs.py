@@ -418,3 +418,13 @@ def test_the_system_s_own_error_is_worded_without_its_number(tmp_path):
     except OSError as err:
         assert os_words(err) == f"{tmp_path / 'missing' / 'x'}: no such file or directory"
     assert os_words(ValueError("[Errno 1] kept")) == "[Errno 1] kept"
+
+
+def test_a_figure_the_report_shows_that_was_deleted_says_how_to_rebuild_it(tmp_path):
+    from inductionlab.core.loading import BadInput
+    from inductionlab.report.render import figure_item
+
+    path = tmp_path / "results" / "figures" / "two_layer" / "training.png"
+    with pytest.raises(BadInput, match=r"training.png: no such file \(a figure the report shows\) "
+                       r"\(run `snakemake`"):
+        figure_item({"path": str(path)}, 1)

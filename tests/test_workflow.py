@@ -80,6 +80,29 @@ def test_second_run_has_nothing_to_do(tiny_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_a_deleted_figure_of_the_report_is_named_and_rebuilt_by_snakemake(tiny_run, tmp_path):
+    # Snakemake takes an output whose input was deleted for up to date unless the output's
+    # job runs anyway: asked for the report alone, it says so; `snakemake` rebuilds both
+    import shutil
+
+    from helpers import snakemake_command
+
+    work = tmp_path / "run"
+    shutil.copytree(tiny_run, work, symlinks=True)
+    (work / "results" / "figures" / "two_layer" / "training.png").unlink()
+    outs = {}
+    for target in (["reports/report.html"], []):
+        proc = subprocess.run(snakemake_command(work, "--cores", "1", "-n", *target),
+                              cwd=work, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs[bool(target)] = proc.stdout + proc.stderr
+    note = ("inductionlab: 1 file(s) the report shows are missing "
+            "(results/figures/two_layer/training.png); `snakemake` rebuilds them")
+    assert note in outs[True] and note in outs[False], outs[True][-3000:]
+    assert "Missing output files: results/figures/two_layer/training.png" in outs[False]
+    assert re.search(r"^report\s+1$", outs[False], re.M), outs[False][-3000:]
+
+
 def _jobs_after(tiny_run, tmp_path, change: dict) -> dict:
     """rule -> jobs that ``snakemake -n`` lists on the finished tiny run with ``change``
     (a config overlay) given by --configfile."""

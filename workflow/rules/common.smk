@@ -344,6 +344,11 @@ def resolved_sections():
     return sections
 
 
+def missing_files(paths):
+    """Those of ``paths`` that are not there now, in order."""
+    return [p for p in paths if not os.path.exists(p)]
+
+
 def report_inputs():
     """Every file the registered sections show (directories for files inside them)."""
     paths = []

@@ -132,6 +132,19 @@ rule report:
         "> {log} 2>&1"
 
 
+# Snakemake rebuilds a deleted file only for a job that runs anyway: asked for the report
+# alone, it takes a report whose shown figure or table was deleted for up to date (it
+# compares its inputs' checksums, not their dates). `snakemake`, whose targets are every
+# published file, rebuilds both; say so.
+if workflow.is_main_process and os.path.exists(rules.report.output.html):
+    _deleted = missing_files(report_inputs())
+    if _deleted:
+        print(f"inductionlab: {len(_deleted)} file(s) the report shows are missing ("
+              + ", ".join(_deleted[:3]) + (", ..." if len(_deleted) > 3 else "")
+              + "); `snakemake` rebuilds them and the report, `snakemake reports/report.html` "
+              "alone does not", file=sys.stderr)
+
+
 def published_outputs():
     """Every file the workflow publishes: each is a target of `all`, so that a deleted one
     is rebuilt (with what depends on it) by the next run."""

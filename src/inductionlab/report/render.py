@@ -33,9 +33,23 @@ def figure_item(fig: dict, number: int) -> dict:
     """A figure spec ready to show: its number, the PNG as a data URI and its width in
     inches from the dpi stored in the PNG, so that it prints at the size it was drawn
     for (its fonts at their point sizes)."""
+    shown(fig["path"], "a figure")
     width, _, dpi = png_size(fig["path"])
     return {**fig, "number": number, "uri": data_uri(fig["path"]),
             "width_in": round(width, 3) if dpi else None}
+
+
+def shown(path, kind: str) -> None:
+    """``path`` is the file the workflow wrote (:func:`~inductionlab.core.loading.check_file`);
+    a missing one is :class:`~inductionlab.core.loading.BadInput` saying how to rebuild it."""
+    from ..core.loading import BadInput, check_file
+
+    if not Path(path).exists():
+        raise BadInput(path, f"no such file ({kind} the report shows)",
+                       hint="run `snakemake`, whose targets are every file the report shows: "
+                       "it rebuilds the file and the report; `snakemake reports/report.html` "
+                       "alone takes a report whose input was deleted for up to date")
+    check_file(path, kind)
 
 
 def data_uri(path) -> str:
