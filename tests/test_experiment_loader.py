@@ -87,14 +87,23 @@ def fabricated(tmp_path, monkeypatch):
             "from inductionlab.core.task_kinds import declare_task\n"
             "@declare_task\n@dataclass(frozen=True)\nclass Custom:\n    kind = 'custom_kind'\n",
             rules=False)
+    package("kindful", "from dataclasses import dataclass\n"
+            "from inductionlab.core.task_kinds import declare_task, setting\n"
+            "@declare_task\n@dataclass(frozen=True)\nclass Shifted:\n"
+            "    kind = 'shifted_kind'\n    vocab_size: int = setting(26, 2, 26)\n"
+            "    seq_len: int = setting(24, 2, 8192)\n    shift: int = setting(1, 1, 8)\n"
+            "    def problems(self):\n        return []\n", "type: object\n")
     mark.mkdir()
     monkeypatch.setattr(experiments, "HERE", root)
     monkeypatch.setattr(experiments, "__path__", [str(root)])
     monkeypatch.setattr(loader, "_FAILED", {})
-    monkeypatch.setattr(task_kinds, "_KINDS", dict(task_kinds._KINDS))
+    kinds = dict(task_kinds._KINDS)
     yield root, mark
+    task_kinds._KINDS.clear()
+    task_kinds._KINDS.update(kinds)
     for name in [m for m in sys.modules if m.startswith("inductionlab.experiments.")]:
-        if name.split(".")[2] in {"broken", "quiet", "badschema", "listschema", "kindonly"}:
+        if name.split(".")[2] in {"broken", "quiet", "badschema", "listschema", "kindonly",
+                                  "kindful"}:
             del sys.modules[name]
 
 
@@ -156,7 +165,7 @@ def test_an_unknown_task_kind_says_where_kinds_are_looked_for(fabricated):
     lines = str(err.value).splitlines()
     assert len(lines) == 2 and lines[1].startswith("  - tasks.t: unknown task kind 'custom_kind'")
     assert "the core's: random_offset, repeated_block, variable_period" in lines[1]
-    assert "experiment folders looked in: badschema, listschema, quiet" in lines[1]
+    assert "experiment folders looked in: badschema, kindful, listschema, quiet" in lines[1]
     assert f"kindonly (the folder {root / 'kindonly'} has no rules.smk" in lines[1]
     assert f"broken (the folder {root / 'broken'} does not import: RuntimeError" in lines[1]
 
@@ -186,3 +195,12 @@ def test_a_command_of_a_stage_imports_no_experiment_folder(fabricated):
     assert not (mark / "quiet").exists()
     build_parser("some-experiment-command")
     assert (mark / "quiet").exists()
+
+
+def test_a_task_kind_of_a_folder_not_switched_on_is_found_and_checked(fabricated):
+    root, _ = fabricated
+    config = {**BASE, "tasks": {"t": {"kind": "shifted_kind", "shift": 2}}}
+    assert check_workflow_config(config, ROOT, experiments.available(load=False), cwd=root) == []
+    config = {**BASE, "tasks": {"t": {"kind": "shifted_kind", "shift": "2"}}}
+    with pytest.raises(ConfigError, match=r"tasks\.t\.shift: '2' is text, not an integer"):
+        check_workflow_config(config, ROOT, experiments.available(load=False), cwd=root)

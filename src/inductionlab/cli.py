@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from . import experiments  # noqa: F401 - where a task kind the core lacks is looked for
+
 
 def build_parser(command: str | None = None):
     """The parser of every command (given the ``command`` asked, the experiment folders are

@@ -26,6 +26,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,13 @@ def find(here: Path, package: str, kind: str, load: bool = True,
             elif load:
                 found[name] = load_folder(found[name])
     return found
+
+
+# Where task kinds beyond the core's may be declared: what the folders are ("experiment")
+# -> a function returning them, each imported where it imports. A package of such folders
+# adds its own when it is imported (inductionlab.experiments); the core's task lookup reads
+# them only when a task names a kind the core lacks.
+KIND_FOLDERS: dict[str, Callable[[], dict[str, Folder]]] = {}
 
 
 # the folders whose import failed, module -> what failed: each is tried once (a second

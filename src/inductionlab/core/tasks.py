@@ -38,28 +38,32 @@ def task_kinds() -> dict[str, type]:
 
 
 def find_kind(kind) -> type:
-    """The task kind named ``kind``: a kind of the core, or one an experiment folder
-    declares (the folders are imported, each once, only when a kind is not the core's).
+    """The task kind named ``kind``: a kind of the core, or one a folder declares (an
+    experiment's: the folders of :data:`inductionlab.folders.KIND_FOLDERS` are imported,
+    each once, only when a kind is not the core's).
     Raises ValueError, one line saying where kinds are looked for."""
     if not isinstance(kind, str):
         raise ValueError(f"the task kind must be a name, not {kind!r}")
     if kind in _KINDS:
         return _KINDS[kind]
-    from .. import experiments
+    from ..folders import KIND_FOLDERS
 
-    looked = experiments.available()
+    looked = {what: finder() for what, finder in KIND_FOLDERS.items()}
     if kind in _KINDS:
         return _KINDS[kind]
     core = sorted(k for k, cls in _KINDS.items() if cls.__module__.startswith(__package__))
     declared = sorted(set(_KINDS) - set(core))
-    loaded = [name for name, folder in looked.items() if folder.problem is None]
-    skipped = [f"{name} ({folder.problem})" for name, folder in looked.items()
-               if folder.problem is not None]
+    where = []
+    for what, found in looked.items():
+        loaded = [name for name, folder in found.items() if folder.problem is None]
+        skipped = [f"{name} ({folder.problem})" for name, folder in found.items()
+                   if folder.problem is not None]
+        where.append(f"{what} folders looked in: {', '.join(loaded) or 'none'}"
+                     + (f"; not looked in: {'; '.join(skipped)}" if skipped else ""))
     raise ValueError(
         f"unknown task kind {kind!r}; known: {sorted(_KINDS)} (the core's: {', '.join(core)}"
-        + (f"; declared by experiment folders: {', '.join(declared)}" if declared else "")
-        + f"; experiment folders looked in: {', '.join(loaded) or 'none'}"
-        + (f"; not looked in: {'; '.join(skipped)}" if skipped else "") + ")")
+        + (f"; declared by folders: {', '.join(declared)}" if declared else "")
+        + "".join(f"; {w}" for w in where) + ")")
 
 
 def task_from_dict(document: dict):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..folders import Folder, find
+from ..folders import KIND_FOLDERS, Folder, find
 
 HERE = Path(__file__).resolve().parent
 
@@ -38,6 +38,10 @@ def available(load: bool = True) -> dict[str, Folder]:
     with its ``problem`` saying what it lacks or the error's first line: the config check
     refuses to switch it on, naming it, and nothing else stops on it."""
     return find(HERE, __name__, "experiment", load=load)
+
+
+# an experiment folder may declare a task kind: looked for when a task names one the core lacks
+KIND_FOLDERS["experiment"] = lambda: available()
 
 
 def claims_files(rule_files) -> list[Path]:
