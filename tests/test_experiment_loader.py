@@ -67,6 +67,7 @@ def fabricated(tmp_path, monkeypatch):
 
     from inductionlab import folders as loader
     from inductionlab.core import task_kinds
+    from inductionlab.stages.registry import COMMANDS  # every command of the stages declared
 
     root = tmp_path / "experiments"
     mark = tmp_path / "imported"
@@ -92,15 +93,20 @@ def fabricated(tmp_path, monkeypatch):
             "@declare_task\n@dataclass(frozen=True)\nclass Shifted:\n"
             "    kind = 'shifted_kind'\n    vocab_size: int = setting(26, 2, 26)\n"
             "    seq_len: int = setting(24, 2, 8192)\n    shift: int = setting(1, 1, 8)\n"
-            "    def problems(self):\n        return []\n", "type: object\n")
+            "    def problems(self):\n        return []\n"
+            "from inductionlab.stages.commands import command, text\n"
+            "@command('fabricated-hello', 'says its words', words=text('what to say'))\n"
+            "def hello(words):\n    print(words)\n", "type: object\n")
     mark.mkdir()
     monkeypatch.setattr(experiments, "HERE", root)
     monkeypatch.setattr(experiments, "__path__", [str(root)])
     monkeypatch.setattr(loader, "_FAILED", {})
-    kinds = dict(task_kinds._KINDS)
+    kinds, commands = dict(task_kinds._KINDS), dict(COMMANDS)
     yield root, mark
     task_kinds._KINDS.clear()
     task_kinds._KINDS.update(kinds)
+    COMMANDS.clear()
+    COMMANDS.update(commands)
     for name in [m for m in sys.modules if m.startswith("inductionlab.experiments.")]:
         if name.split(".")[2] in {"broken", "quiet", "badschema", "listschema", "kindonly",
                                   "kindful"}:
@@ -172,29 +178,16 @@ def test_an_unknown_task_kind_says_where_kinds_are_looked_for(fabricated):
 
 def test_a_broken_folder_stops_no_command_and_an_unknown_one_names_it(fabricated, capsys):
     from inductionlab.cli import main
-    from inductionlab.stages.registry import COMMANDS  # every command of the stages declared
 
-    root, mark = fabricated
-    saved = dict(COMMANDS)
-    try:
-        assert main(["no-such-command"]) == 2
-        err = capsys.readouterr().err
-        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-        assert err.startswith("inductionlab: error: no command 'no-such-command'")
-        assert f"broken: the folder {root / 'broken'} does not import: RuntimeError: boom" in err
-    finally:
-        COMMANDS.clear()
-        COMMANDS.update(saved)
-
-
-def test_a_command_of_a_stage_imports_no_experiment_folder(fabricated):
-    from inductionlab.cli import build_parser
-
-    _, mark = fabricated
-    build_parser("check-config")
-    assert not (mark / "quiet").exists()
-    build_parser("some-experiment-command")
-    assert (mark / "quiet").exists()
+    root, _ = fabricated
+    assert main(["no-such-command"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("inductionlab: error: no command 'no-such-command'")
+    assert f"broken: the folder {root / 'broken'} does not import: RuntimeError: boom" in err
+    # the commands of the folders that import are all there, a broken one beside them
+    assert main(["fabricated-hello", "--words", "still here"]) == 0
+    assert capsys.readouterr().out == "still here\n"
 
 
 def test_a_task_kind_of_a_folder_not_switched_on_is_found_and_checked(fabricated):

@@ -8,13 +8,12 @@ from . import available, documents, reporting, tools  # noqa: F401 - importing o
 from .commands import COMMANDS, THREADS, Option, command, say
 
 
-def build_parser(description: str = "", command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command; given the ``command`` asked, the experiment folders are
-    imported only when no stage declares it (their commands registered; a folder whose
-    import fails is skipped, see :func:`unknown_command`)."""
+def build_parser(description: str = "") -> argparse.ArgumentParser:
+    """The parser of every command: every stage folder's and every experiment folder's
+    that imports (one whose import fails is skipped, see :func:`unknown_command`; its
+    tables and figures, which the workflow's own commands read, are declared by then)."""
     available()  # each stage's package registers its commands
-    if command is None or command not in COMMANDS:
-        experiment_folders()  # and each experiment's
+    experiment_folders()  # and each experiment's
     parser = argparse.ArgumentParser(prog="inductionlab", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS.values():
