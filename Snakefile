@@ -6,6 +6,7 @@ import sys
 from inductionlab import experiments as experiment_folders
 from inductionlab import stages as stage_folders
 from inductionlab.config import ConfigError, check_workflow_config, read_yaml
+from inductionlab.config_overrides import retype_overrides
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, missing_config_file,
                                           output_path_problems, rule_file_patterns,
                                           rule_option_problems, shown_path)
@@ -32,6 +33,9 @@ if _missing:
 
 configfile: "config.yaml"
 
+
+# `--config` values read as a config file reads them (seeds=[0,1] is two integers).
+retype_overrides(config, workflow.config_settings.config)
 
 _missing = missing_config_file(os.getcwd(), workflow.overwrite_configfiles, config)
 if _missing:

@@ -336,6 +336,13 @@ def test_complete_refuses_a_letter_that_upper_cases_to_two(_run, trained):
     _assert_one_clear_line(proc, "ABCDEFABCDEﬆ", "character(s) ['ﬆ'] are not among the 26 letters")
 
 
+@pytest.mark.parametrize("letter", ["ı", "ſ"])
+def test_complete_refuses_a_letter_that_upper_cases_to_a_task_letter(_run, trained, letter):
+    # Unicode upper-cases the dotless i to I and the long s to S
+    proc = _run("complete", trained / "model" / "model.pt", f"{letter}BCDEF")
+    _assert_one_clear_line(proc, f"{letter}BCDEF", f"character(s) [{letter!r}] are not among")
+
+
 # ---------------------------------------------------------------- files changed since written
 
 def test_a_file_changed_since_the_workflow_wrote_it_is_refused(_run, trained, tmp_path):
@@ -390,3 +397,24 @@ def test_the_next_write_removes_what_a_killed_write_left(tmp_path):
     write_text(tmp_path / "report.pdf", "whole")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".report.pdf.sha256", ".tmp-report.html.keep", "report.pdf"]
+
+
+def test_a_file_where_a_folder_belongs_is_one_line_naming_it(tmp_path):
+    from inductionlab import atomic
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(atomic.NotOurs, match=r"afile is a file, not a folder") as caught:
+        with atomic.atomic_path(tmp_path / "afile" / "deeper" / "x.json") as tmp:
+            tmp.write_text("{}")
+    assert "Errno" not in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_the_system_s_own_error_is_worded_without_its_number(tmp_path):
+    from inductionlab.cli import os_words
+
+    try:
+        open(tmp_path / "missing" / "x")
+    except OSError as err:
+        assert os_words(err) == f"{tmp_path / 'missing' / 'x'}: no such file or directory"
+    assert os_words(ValueError("[Errno 1] kept")) == "[Errno 1] kept"

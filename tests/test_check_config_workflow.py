@@ -145,3 +145,24 @@ def test_some_models_only_by_a_config_that_replaces_config_yaml(tmp_path, monkey
     assert "valid; 2 variant(s) x 1 seed(s) = 2 model(s) trained" in capsys.readouterr().out
     assert main(["check-config", "--replace-workflow-config", "two_layer.yaml"]) == 0
     assert "valid; 1 variant(s) x 1 seed(s) = 1 model(s) trained" in capsys.readouterr().out
+
+
+def test_config_values_on_the_command_line_are_read_as_a_config_file_reads_them():
+    from inductionlab.config_overrides import retype_overrides
+
+    # what Snakemake makes of --config "seeds=[0,1]" 'train={steps: 100}' report.title=x
+    given = {"seeds": ["0", "1"], "train": {"steps": "100"}, "report": {"title": "1e-3 x"}}
+    config = {"seeds": ["0", "1"], "train": {"steps": "100", "lr": 0.001},
+              "report": {"title": "1e-3 x"}}
+    assert retype_overrides(config, given) == {
+        "seeds": [0, 1], "train": {"steps": 100, "lr": 0.001}, "report": {"title": "1e-3 x"}}
+
+
+@pytest.mark.slow
+def test_snakemake_takes_the_seeds_typed_on_its_command_line(tmp_path):
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(BASE))
+    proc = subprocess.run(snakemake_command(tmp_path, "-n", "--config", "seeds=[0,1,2]",
+                                            "train={steps: 40, eval_every: 10}"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^train\s+6$", proc.stdout, flags=re.M), proc.stdout

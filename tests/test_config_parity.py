@@ -58,6 +58,9 @@ CASES = {
                               "experiments.positional_shortcutt: no experiment of that name"),
     "a prompt that upper-cases to two letters": ("behaviour:\n  prompts:\n    - {prompt: ABCDEFABCDEﬆ}\n",
                                                  "behaviour.prompts.0.prompt: prompt 'ABCDEFABCDEﬆ': character(s) ['ﬆ']"),
+    "a letter Unicode upper-cases to a task letter": (
+        "behaviour:\n  prompts:\n    - {prompt: ıBCDEFıBCDEF}\n",
+        "behaviour.prompts.0.prompt: prompt 'ıBCDEFıBCDEF': character(s) ['ı']"),
     "an experiment's prompt likewise": ("experiments:\n  positional_shortcut: {prompts: [ABCDEFABCDEﬆ]}\n",
                                         "experiments.positional_shortcut.prompts.0"),
 }

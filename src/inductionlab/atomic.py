@@ -87,12 +87,29 @@ class NotOurs(OSError):
     nothing is written over it."""
 
 
+def _prepare_folder(path: Path) -> None:
+    """Create the folder ``path`` is written in; a part of the way that is a file, or a
+    folder that may not be written, is one line naming it (no errno)."""
+    above = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    if above is not None:
+        raise NotOurs(f"{path}: cannot be written, {above} is a file, not a folder; give "
+                      "another path, or move that file away")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WriteFailed(f"{path}: its folder {path.parent} cannot be made "
+                          f"({err.strerror or err}); give another path") from None
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise WriteFailed(f"{path}: its folder {path.parent} may not be written (permission "
+                          "denied); give another path, or change the folder's permissions")
+
+
 def _refuse_non_regular(path: Path, folder: bool = False) -> None:
     """Refuse to write over anything at ``path`` but a regular file (a folder, for a folder
     output): a symbolic link, a device, a FIFO or a socket stays as it is."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return
     kind = ("a symbolic link" if stat.S_ISLNK(info.st_mode) else
             "a directory" if stat.S_ISDIR(info.st_mode) else
@@ -136,7 +153,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "", identity=None):
     """
     path = Path(path)
     _refuse_non_regular(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_folder(path)
     remove_leftovers(path)
     remove_leftovers(records.record_path(path))
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", suffix=suffix, dir=path.parent)
@@ -157,7 +174,7 @@ def atomic_dir(path: str | os.PathLike):
     """Yield a temporary folder next to ``path``; it replaces ``path`` on success."""
     path = Path(path)
     _refuse_non_regular(path, folder=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_folder(path)
     remove_leftovers(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{path.name}.", dir=path.parent))
 

@@ -57,9 +57,18 @@ def _run(args) -> int:
         if not isinstance(err, (ConfigError, TrainingDiverged, ValueError, OSError)):
             raise
         # BadInput (a ValueError) names the file; an OSError names it in its message.
-        print(f"inductionlab {args.command}: error: {err}", file=sys.stderr)
+        print(f"inductionlab {args.command}: error: {os_words(err)}", file=sys.stderr)
         return 1
     return 0
+
+
+def os_words(err: Exception) -> str:
+    """``err``'s message; the system's own (``[Errno 20] Not a directory: 'x'``) as
+    ``x: not a directory``."""
+    if isinstance(err, OSError) and err.strerror and str(err).startswith("[Errno"):
+        where = f"{err.filename}: " if err.filename is not None else ""
+        return f"{where}{err.strerror[0].lower()}{err.strerror[1:]}"
+    return str(err)
 
 
 def usable_threads(command: str, asked: int) -> int:

@@ -108,12 +108,19 @@ def loss_floor(task: TaskConfig) -> float:
 ALPHABET = string.ascii_uppercase
 
 
+def _letter(ch: str) -> str:
+    """The character ``ch`` upper-cased when it is ASCII, else ``ch`` itself (no task letter):
+    Unicode upper-cases the dotless ``ı`` to ``I``, the long ``ſ`` to ``S`` and ``ﬆ`` to the
+    two letters ``ST``, none of which was typed."""
+    return ch.upper() if ch.isascii() else ch
+
+
 def encode(text: str, vocab_size: int = 26) -> torch.Tensor:
     """Letters to token ids; raises ``ValueError`` naming the first bad character."""
     letters = ALPHABET[:vocab_size]
     ids = []
     for pos, ch in enumerate(text):
-        up = ch.upper()
+        up = _letter(ch)
         if up not in letters:
             raise ValueError(
                 f"prompt {text!r}: character {ch!r} at position {pos} is not one of the "
@@ -136,8 +143,7 @@ def check_prompt(prompt: str, task: TaskConfig) -> torch.Tensor:
     letters = ALPHABET[:task.vocab_size]
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt {prompt!r}: empty; give at least one letter")
-    # one letter each: "ﬆ".upper() is "ST", which would change the prompt's length
-    bad = sorted({ch for ch in prompt if ch.upper() not in set(letters)})
+    bad = sorted({ch for ch in prompt if _letter(ch) not in letters})
     if bad:
         raise ValueError(f"prompt {prompt!r}: character(s) {bad} are not among the "
                          f"{task.vocab_size} letters {letters[0]}-{letters[-1]}")
