@@ -4,7 +4,8 @@ An experiment ``<name>/`` is a package with
 
 - ``rules.smk``: its rules, report sections, tables and any models it registers (the
   workflow includes it when ``experiments.<name>`` is in the config);
-- ``schema.yaml``: the keys of ``experiments.<name>`` with their defaults;
+- ``schema.yaml``: the keys of ``experiments.<name>`` with their defaults (without one,
+  the experiment takes no settings);
 - ``prose.yaml``: the words of its report section, if it has one;
 - ``claims.yaml``: claims on its own tables, if it has any (a ``claims:`` list using the
   groups of workflow/claims.yaml), evaluated with the workflow's when it is switched on;
