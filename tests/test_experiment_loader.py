@@ -197,3 +197,20 @@ def test_a_task_kind_of_a_folder_not_switched_on_is_found_and_checked(fabricated
     config = {**BASE, "tasks": {"t": {"kind": "shifted_kind", "shift": "2"}}}
     with pytest.raises(ConfigError, match=r"tasks\.t\.shift: '2' is text, not an integer"):
         check_workflow_config(config, ROOT, experiments.available(load=False), cwd=root)
+
+
+@pytest.mark.slow
+def test_check_config_imports_no_folder_that_is_not_switched_on(fabricated, tmp_path,
+                                                                monkeypatch, capsys):
+    import yaml
+
+    from inductionlab.cli import main
+
+    _, mark = fabricated
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "config.yaml").write_text(yaml.safe_dump(BASE))
+    monkeypatch.chdir(work)
+    assert main(["check-config", "--workflow", str(ROOT)]) == 0, capsys.readouterr().err
+    assert "config.yaml: valid" in capsys.readouterr().out
+    assert not (mark / "quiet").exists()  # nor did the broken folder stop it

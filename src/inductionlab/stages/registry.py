@@ -8,12 +8,19 @@ from . import available, documents, reporting, tools  # noqa: F401 - importing o
 from .commands import COMMANDS, THREADS, Option, command, say
 
 
-def build_parser(description: str = "") -> argparse.ArgumentParser:
+# the commands that import the experiment folders they use themselves (the config check:
+# those switched on), so that no other folder's code runs for them
+IMPORT_THEIR_OWN = {"check-config"}
+
+
+def build_parser(description: str = "", command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command: every stage folder's and every experiment folder's
     that imports (one whose import fails is skipped, see :func:`unknown_command`; its
-    tables and figures, which the workflow's own commands read, are declared by then)."""
+    tables and figures, which the workflow's own commands read, are declared by then).
+    For a ``command`` of :data:`IMPORT_THEIR_OWN`, no experiment folder is imported here."""
     available()  # each stage's package registers its commands
-    experiment_folders()  # and each experiment's
+    if command not in IMPORT_THEIR_OWN:
+        experiment_folders()  # and each experiment's
     parser = argparse.ArgumentParser(prog="inductionlab", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS.values():
