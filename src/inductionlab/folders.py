@@ -16,9 +16,9 @@ A folder is a package holding everything that is its own:
 
 A folder that is no package (no ``__init__.py``) or has no ``rules.smk`` is listed with
 what it lacks, never imported. A folder is imported only when something uses it (the
-config switches an experiment on, a task names a kind no other folder declares, a command
-is looked up); one whose import fails is listed with the error's first line, and stops
-nothing that does not use it.
+config switches an experiment on, a task names a kind the core lacks, the command line
+gathers its commands); one whose import fails is listed with the error's first line, and
+stops nothing that does not use it.
 """
 from __future__ import annotations
 
@@ -113,7 +113,3 @@ def load_folder(folder: Folder) -> Folder:
     problem = _FAILED.get(module)
     return replace(folder, problem=problem) if problem else folder
 
-
-def failed_imports() -> dict[str, str]:
-    """Every folder whose import failed so far, module -> what failed."""
-    return dict(_FAILED)
