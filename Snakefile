@@ -45,9 +45,12 @@ if _missing:
 # The whole config check (the one `inductionlab check-config` runs), before any job is
 # scheduled: the schema with its defaults, cross-field rules, every experiment switched on
 # against its own schema and check, extra_rules resolved to files. Errors name the key; no
-# traceback.
+# traceback. Only the experiments switched on are imported (by the check): a folder that is
+# not runs no code here, and one that is broken stops nothing that does not use it.
 try:
-    EXTRA_RULES = check_workflow_config(config, workflow.basedir, experiment_folders.available())
+    EXTRA_RULES = check_workflow_config(
+        config, workflow.basedir, experiment_folders.available(load=False)
+    )
 except ConfigError as err:
     sys.exit(f"inductionlab: {err}")
 

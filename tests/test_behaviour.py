@@ -9,7 +9,7 @@ import torch
 
 from handbuilt import ShiftCopyModel
 from helpers import stage_settings
-from inductionlab.config import behaviour_settings_problems
+from inductionlab.stages.behaviour.settings import behaviour_settings_problems
 from inductionlab.stages.behaviour.behaviour import (behaviour_results, check_prompt, expected_completion,
                                              icl_score, prompt_suite, random_prompt_summary)
 from inductionlab.stages.behaviour.failure_modes import (adjacent_repeats, blocks_with_pattern,

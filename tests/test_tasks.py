@@ -169,7 +169,28 @@ BAD_TASKS = {
     "period outside the context": ({"tasks": {"t": {"kind": "variable_period", "max_period": 30}}},
                                    "tasks.t: max_period 30 is outside the context"),
     "an unknown setting": ({"tasks": {"t": {"kind": "variable_period", "period": 3}}},
-                           "tasks.t: task kind 'variable_period' has no setting(s) ['period']"),
+                           "tasks.t.period: task kind 'variable_period' has no setting 'period'; it takes "
+                           "min_period, max_period"),
+    "a number as text": ({"tasks": {"t": {"kind": "variable_period", "min_period": "3"}}},
+                         "tasks.t.min_period: '3' is text, not an integer; write 3 without quotes"),
+    "a fraction": ({"tasks": {"t": {"kind": "variable_period", "min_period": 3.5}}},
+                   "tasks.t.min_period: 3.5 is not an integer"),
+    "a whole float": ({"tasks": {"t": {"kind": "variable_period", "max_period": 8.0}}},
+                      "tasks.t.max_period: 8.0 is a float; write an integer (8)"),
+    "a boolean period": ({"tasks": {"t": {"kind": "variable_period", "min_period": True}}},
+                         "tasks.t.min_period: true is a boolean, not an integer"),
+    # true would be a block of one letter: a period-1 task, trained without a word
+    "a boolean block": ({"tasks": {"t": {"kind": "random_offset", "block_len": True}}},
+                        "tasks.t.block_len: true is a boolean, not an integer"),
+    "a negative offset": ({"tasks": {"t": {"kind": "random_offset", "max_offset": -1}}},
+                          "tasks.t.max_offset: -1 is outside 0..8192"),
+    # the letters and the context are task:'s; a task entry's own would be replaced silently
+    "the task's letters": ({"tasks": {"t": {"kind": "variable_period", "vocab_size": 5}}},
+                           "tasks.t.vocab_size: every task shares the write-up's letters and "
+                           "context, set in task:"),
+    "the task's context": ({"tasks": {"t": {"kind": "random_offset", "seq_len": 100}}},
+                           "tasks.t.seq_len: every task shares the write-up's letters and "
+                           "context, set in task:"),
     "unknown task name": ({"variants": {"two_layer": {"n_layers": 2, "task": "missing"}}},
                           "variants.two_layer.task: 'missing' is neither 'write_up' nor one of tasks"),
 }
@@ -185,6 +206,43 @@ def test_a_bad_task_setting_is_one_line_naming_the_key(case):
         validate_config(yaml.safe_load(yaml.safe_dump(config)), SCHEMA)
     assert words in str(err.value)
     assert len([line for line in str(err.value).splitlines() if "tasks" in line or ".task" in line]) == 1
+
+
+@pytest.mark.parametrize("setting, words", [
+    ({"min_period": "3"}, "min_period: '3' is text, not an integer"),
+    ({"max_period": 8.0}, "max_period: 8.0 is a float; write an integer (8)"),
+    ({"min_period": True}, "min_period: true is a boolean, not an integer"),
+    ({"period": 3}, "task kind 'variable_period' has no setting 'period'"),
+])
+def test_a_spec_s_task_of_the_wrong_type_is_one_line_naming_the_key(setting, words):
+    document = {"kind": "variable_period", "vocab_size": 26, "seq_len": 24, **setting}
+    with pytest.raises(ValueError) as err:
+        task_from_dict(document)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_spec_with_a_bad_task_names_the_task_s_key(tmp_path):
+    from inductionlab.config import validate_config
+    from inductionlab.core.spec import Spec, make_spec
+    from helpers import SCHEMA
+
+    config = validate_config({**BASE, "tasks": {"vp": {"kind": "variable_period"}},
+                              "variants": {"two_layer": {"n_layers": 2, "task": "vp"}}}, SCHEMA)
+    document = make_spec(config, "two_layer", 0)
+    document["task"]["min_period"] = "3"
+    with pytest.raises(ValueError, match=r"^task\.min_period: '3' is text, not an integer"):
+        Spec.from_dict(document)
+    document["task"] = ["variable_period"]
+    with pytest.raises(ValueError, match="a task is a JSON object"):
+        Spec.from_dict(document)
+
+
+def test_every_kind_declares_its_settings_with_bounds():
+    from dataclasses import fields
+
+    for kind, cls in task_kinds().items():
+        for f in fields(cls):
+            assert {"minimum", "maximum"} <= set(f.metadata), (kind, f.name)
 
 
 @pytest.mark.slow

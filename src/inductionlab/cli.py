@@ -5,15 +5,28 @@ from __future__ import annotations
 import os
 import sys
 
+from . import experiments  # noqa: F401 - where a task kind the core lacks is looked for
 
-def build_parser():
+
+def build_parser(command: str | None = None):
+    """The parser of every command (for ``command``, the one asked: see
+    :func:`inductionlab.stages.registry.build_parser`)."""
     from .stages.registry import build_parser as parser_of_every_command
 
-    return parser_of_every_command(__doc__)
+    return parser_of_every_command(__doc__, command)
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    asked = words[0] if words and not words[0].startswith("-") else None
+    parser = build_parser(asked)
+    from .stages.registry import unknown_command
+
+    unknown = unknown_command(asked)
+    if unknown:
+        print(f"inductionlab: error: {unknown}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(words)
     status = 1
     try:
         status = _run(args)

@@ -1,7 +1,8 @@
 """The ablation plan: config entries ``{kind, target}`` expanded into concrete ablations.
 
 A pure function of the entry and the model config (:func:`expand_entry`), with the
-checks a config and a model must pass (:func:`config_problems`, :func:`check_fits`).
+checks a model must pass (:func:`check_fits`; a config's entries are checked by the
+ablations stage, :mod:`inductionlab.stages.ablations.settings`).
 Nothing here runs a model; :mod:`inductionlab.stages.ablations.ablations` measures the plan.
 """
 from __future__ import annotations
@@ -195,30 +196,6 @@ def expand_entries(entries: list[dict], cfg: ModelConfig) -> list[Ablation]:
             seen[ablation.name] = k
             out.append(ablation)
     return out
-
-
-def config_problems(config: dict) -> list[str]:
-    """Every ablation entry checked against every variant of a validated config."""
-    from .spec import make_spec, model_config
-
-    entries = config.get("ablations", {}).get("entries", [])
-    problems = []
-    for variant in config["variants"]:
-        try:
-            cfg = model_config(make_spec(config, variant, 0))
-        except ValueError:
-            continue  # the variant's own problem is reported on its key
-        for k, entry in enumerate(entries):
-            try:
-                expand_entry(entry, cfg)
-            except ValueError as err:
-                problems.append(f"ablations.entries.{k}: {err} (variant {variant})")
-        if not problems:
-            try:
-                expand_entries(entries, cfg)
-            except ValueError as err:
-                problems.append(f"ablations.entries: {err}")
-    return list(dict.fromkeys(problems))  # a duplicate is reported once, not per variant
 
 
 def check_fits(ablation: Ablation, cfg: ModelConfig) -> None:

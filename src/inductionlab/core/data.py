@@ -15,7 +15,7 @@ import torch
 
 from .bayes_predictor import Copying, mixture_probs
 from .seeding import generator
-from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
+from .task_kinds import Floor, TaskSample, declare_task, periodic_sources, setting
 
 
 @declare_task
@@ -25,9 +25,9 @@ class TaskConfig:
     times; the sources of token t >= n are t − n, t − 2n, ... >= 0."""
 
     kind = "repeated_block"
-    vocab_size: int = 26
-    block_len: int = 6
-    n_blocks: int = 4
+    vocab_size: int = setting(26, 2, 26)
+    block_len: int = setting(6, 1, 128)
+    n_blocks: int = setting(4, 2, 64)
 
     def sample_tokens(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return sample_sequences(n, self, gen)

@@ -24,17 +24,17 @@ from dataclasses import dataclass
 import torch
 
 from .bayes_predictor import Copying, mixture_probs
-from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
+from .task_kinds import CONTEXT, Floor, TaskSample, declare_task, periodic_sources, setting
 
 
 @declare_task
 @dataclass(frozen=True)
 class RandomOffset:
     kind = "random_offset"
-    vocab_size: int = 26
-    seq_len: int = 24
-    block_len: int = 6
-    max_offset: int = 6
+    vocab_size: int = setting(26, 2, 26)
+    seq_len: int = setting(24, 2, CONTEXT)
+    block_len: int = setting(6, 1, CONTEXT)
+    max_offset: int = setting(6, 0, CONTEXT)
 
     def problems(self) -> list[str]:
         if self.block_len < 1 or self.max_offset < 0:

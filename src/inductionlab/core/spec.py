@@ -16,6 +16,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from ..atomic import atomic_path
 from ..records import spec_identity
+from .task_kinds import TaskSettingsError
 from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import ModelConfig
 
@@ -90,7 +91,10 @@ class Spec:
         missing = [k for k in SPEC_KEYS if k not in document]
         if missing:
             raise ValueError(f"spec is missing key(s) {missing}")
-        task = task_from_dict(document["task"])
+        try:
+            task = task_from_dict(document["task"])
+        except TaskSettingsError as err:
+            raise ValueError("; ".join(f"task.{key}: {why}" for key, why in err.problems)) from None
         model = ModelConfig.from_dict({**document["model"], "vocab_size": task.vocab_size,
                                        "seq_len": task.seq_len})
         return cls(variant=str(document["variant"]), seed=int(document["seed"]), task=task,

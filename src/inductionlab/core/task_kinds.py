@@ -4,7 +4,7 @@ is named in a config). Kinds import this module; it imports none of them."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import torch
 
@@ -76,6 +76,66 @@ class Floor:
     loss_all: float = math.nan
     scored_loss_pred: float = math.nan
     scored_acc_pred: float = math.nan
+
+
+# the longest context a task's settings may ask for: the write-up's task at its largest
+# (task.block_len 128 x task.n_blocks 64, the config schema's bounds)
+CONTEXT = 128 * 64
+
+# every task shares the letters and the context of the write-up's task (``task:``)
+SHARED = ("vocab_size", "seq_len")
+
+
+def setting(default: int, minimum: int, maximum: int):
+    """A task kind's setting: an integer from ``minimum`` to ``maximum``, ``default`` when
+    not given (a dataclass field; :func:`setting_problems` checks a given value)."""
+    return field(default=default, metadata={"minimum": minimum, "maximum": maximum})
+
+
+def _integer_problem(value, minimum: int, maximum: int) -> str | None:
+    """What keeps ``value`` from being an integer from ``minimum`` to ``maximum``, or None."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()} is a boolean, not an integer"
+    if isinstance(value, float):
+        return (f"{value!r} is a float; write an integer ({value:.0f})" if value.is_integer()
+                else f"{value!r} is not an integer")
+    if isinstance(value, str):
+        return f"{value!r} is text, not an integer" + (
+            f"; write {value.strip()} without quotes" if value.strip().lstrip("+-").isdigit() else "")
+    if not isinstance(value, int):
+        return f"{value!r} is a {type(value).__name__}, not an integer"
+    if not minimum <= value <= maximum:
+        return f"{value} is outside {minimum}..{maximum}"
+    return None
+
+
+def setting_problems(cls, document: dict) -> list[tuple[str, str]]:
+    """(key, what is wrong) for every setting of ``document`` that task kind ``cls`` does
+    not take or that is not an integer within the setting's bounds (:func:`setting`)."""
+    declared = {f.name: f for f in fields(cls)}
+    own = [name for name in declared if name not in SHARED]
+    shared = [name for name in SHARED if name in declared]
+    problems = []
+    for key, value in document.items():
+        if key not in declared:
+            problems.append((key, f"task kind {cls.kind!r} has no setting {key!r}; it takes "
+                                  f"{', '.join(own)}, besides the letters and context every "
+                                  f"task shares ({', '.join(shared)})"))
+            continue
+        meta = declared[key].metadata
+        problem = _integer_problem(value, meta.get("minimum", -2**63), meta.get("maximum", 2**63))
+        if problem:
+            problems.append((key, problem))
+    return problems
+
+
+class TaskSettingsError(ValueError):
+    """Settings a task kind does not take, each named: ``problems`` holds (key, what is
+    wrong); the message is one line."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        super().__init__("; ".join(f"{key}: {why}" for key, why in problems))
 
 
 def declare_task(cls):

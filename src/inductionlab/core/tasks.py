@@ -27,7 +27,7 @@ from dataclasses import asdict, fields
 
 from . import data, random_offset, variable_period  # noqa: F401 - each declares its kind
 from .data import TaskConfig
-from .task_kinds import _KINDS
+from .task_kinds import _KINDS, SHARED, TaskSettingsError, setting_problems
 
 WRITE_UP = "write_up"  # the name of the config's ``task:`` (the write-up's task)
 
@@ -37,22 +37,52 @@ def task_kinds() -> dict[str, type]:
     return dict(_KINDS)
 
 
+def find_kind(kind) -> type:
+    """The task kind named ``kind``: a kind of the core, or one a folder declares (an
+    experiment's: the folders of :data:`inductionlab.folders.KIND_FOLDERS` are imported,
+    each once, only when a kind is not the core's).
+    Raises ValueError, one line saying where kinds are looked for."""
+    if not isinstance(kind, str):
+        raise ValueError(f"the task kind must be a name, not {kind!r}")
+    if kind in _KINDS:
+        return _KINDS[kind]
+    from ..folders import KIND_FOLDERS
+
+    looked = {what: finder() for what, finder in KIND_FOLDERS.items()}
+    if kind in _KINDS:
+        return _KINDS[kind]
+    core = sorted(k for k, cls in _KINDS.items() if cls.__module__.startswith(__package__))
+    declared = sorted(set(_KINDS) - set(core))
+    where = []
+    for what, found in looked.items():
+        loaded = [name for name, folder in found.items() if folder.problem is None]
+        skipped = [f"{name} ({folder.problem})" for name, folder in found.items()
+                   if folder.problem is not None]
+        where.append(f"{what} folders looked in: {', '.join(loaded) or 'none'}"
+                     + (f"; not looked in: {'; '.join(skipped)}" if skipped else ""))
+    raise ValueError(
+        f"unknown task kind {kind!r}; known: {sorted(_KINDS)} (the core's: {', '.join(core)}"
+        + (f"; declared by folders: {', '.join(declared)}" if declared else "")
+        + "".join(f"; {w}" for w in where) + ")")
+
+
 def task_from_dict(document: dict):
     """The task a JSON document describes (``kind`` missing: the write-up's
-    ``repeated_block``, as older specs wrote it). Raises ValueError naming what is wrong."""
-    kinds = task_kinds()
+    ``repeated_block``, as older specs wrote it). Every setting is checked against the
+    kind's declaration (an integer within its bounds) before the task is made. Raises
+    ValueError naming what is wrong (:class:`TaskSettingsError`, naming each key, for
+    the settings)."""
+    if not isinstance(document, dict):
+        raise ValueError(f"a task is a JSON object {{\"kind\": ..., settings}}, not "
+                         f"{type(document).__name__}")
     document = dict(document)
     kind = document.pop("kind", "repeated_block")
     document.pop("name", None)
-    if kind not in kinds:
-        raise ValueError(f"unknown task kind {kind!r}; known: {sorted(kinds)}")
-    cls = kinds[kind]
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(document) - known)
-    if unknown:
-        raise ValueError(f"task kind {kind!r} has no setting(s) {unknown}; it takes "
-                         f"{sorted(known)}")
-    task = cls(**{k: v for k, v in document.items()})
+    cls = find_kind(kind)
+    problems = setting_problems(cls, document)
+    if problems:
+        raise TaskSettingsError(problems)
+    task = cls(**document)
     problems = task.problems()
     if problems:
         raise ValueError("; ".join(problems))
@@ -77,9 +107,14 @@ def resolve_task(config: dict, name: str) -> dict:
                          f"of tasks: {sorted(tasks)}")
     document = {k: v for k, v in tasks[name].items()}
     shared = {"vocab_size": write_up.vocab_size, "seq_len": write_up.seq_len}
-    kind = task_kinds().get(document.get("kind"))
-    if kind is not None:
-        document.update({k: v for k, v in shared.items() if k in {f.name for f in fields(kind)}})
+    given = [key for key in SHARED if key in document]
+    if given:
+        raise TaskSettingsError([(key, f"every task shares the write-up's letters and context, "
+                                       f"set in task: (vocab_size {write_up.vocab_size}, "
+                                       f"{write_up.seq_len} tokens: block_len x n_blocks); "
+                                       "remove it from the task") for key in given])
+    kind = find_kind(document.get("kind"))
+    document.update({k: v for k, v in shared.items() if k in {f.name for f in fields(kind)}})
     task = task_from_dict(document)
     if (task.vocab_size, task.seq_len) != (write_up.vocab_size, write_up.seq_len):
         raise ValueError(f"its sequences are {task.seq_len} tokens of {task.vocab_size} letters; "
@@ -98,7 +133,9 @@ def tasks_problems(config: dict) -> list[str]:
             continue
         try:
             resolve_task(config, name)
-        except (ValueError, TypeError) as err:
+        except TaskSettingsError as err:
+            problems += [f"tasks.{name}.{key}: {why}" for key, why in err.problems]
+        except ValueError as err:
             problems.append(f"tasks.{name}: {err}")
     for name, spec in config["variants"].items():
         task = spec.get("task", WRITE_UP)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .bayes_predictor import Copying, mixture_probs, target_scores
-from .task_kinds import Floor, TaskSample, declare_task, periodic_sources
+from .task_kinds import CONTEXT, Floor, TaskSample, declare_task, periodic_sources, setting
 
 # the exact floor sums over every repetition pattern of a block of max_period letters
 MAX_PERIOD = 10  # Bell(10) = 115,975 patterns
@@ -35,10 +35,10 @@ MAX_PERIOD = 10  # Bell(10) = 115,975 patterns
 @dataclass(frozen=True)
 class VariablePeriod:
     kind = "variable_period"
-    vocab_size: int = 26
-    seq_len: int = 24
-    min_period: int = 3
-    max_period: int = 8
+    vocab_size: int = setting(26, 2, 26)
+    seq_len: int = setting(24, 3, CONTEXT)
+    min_period: int = setting(3, 1, CONTEXT)
+    max_period: int = setting(8, 1, CONTEXT)
 
     def problems(self) -> list[str]:
         if not 1 <= self.min_period <= self.max_period:

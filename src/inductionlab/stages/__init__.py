@@ -22,4 +22,4 @@ HERE = Path(__file__).resolve().parent
 def available(load: bool = True) -> dict[str, Folder]:
     """Every stage folder, by name (each imported when ``load``, so that its commands and
     figures are registered)."""
-    return find(HERE, __name__, "stage", load=load)
+    return find(HERE, __name__, "stage", load=load, isolate=False)

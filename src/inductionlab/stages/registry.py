@@ -8,16 +8,45 @@ from . import available, documents, reporting, tools  # noqa: F401 - importing o
 from .commands import COMMANDS, THREADS, Option, command, say
 
 
-def build_parser(description: str = "") -> argparse.ArgumentParser:
-    from .. import experiments
+# the commands that import the experiment folders they use themselves (the config check:
+# those switched on), so that no other folder's code runs for them
+IMPORT_THEIR_OWN = {"check-config"}
 
+
+def build_parser(description: str = "", command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command: every stage folder's and every experiment folder's
+    that imports (one whose import fails is skipped, see :func:`unknown_command`; its
+    tables and figures, which the workflow's own commands read, are declared by then).
+    For a ``command`` of :data:`IMPORT_THEIR_OWN`, no experiment folder is imported here."""
     available()  # each stage's package registers its commands
-    experiments.available()  # and each experiment's
+    if command not in IMPORT_THEIR_OWN:
+        experiment_folders()  # and each experiment's
     parser = argparse.ArgumentParser(prog="inductionlab", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     for cmd in COMMANDS.values():
         cmd.parser(sub)
     return parser
+
+
+def experiment_folders() -> dict:
+    """Every experiment folder, imported where it imports (its commands registered)."""
+    from .. import experiments
+
+    return experiments.available()
+
+
+def unknown_command(command: str | None) -> str | None:
+    """One line when ``command`` is no command and some experiment folder, which might
+    declare it, failed to import (naming each such folder and its error); else None."""
+    if command is None or command in COMMANDS:
+        return None
+    broken = [f"{name}: {folder.problem}" for name, folder in experiment_folders().items()
+              if folder.problem is not None and "does not import" in folder.problem]
+    if not broken:
+        return None
+    return (f"no command {command!r} among the commands of the stages and of the experiment "
+            f"folders that import; the experiment folder(s) that failed to import, which may "
+            f"declare it: {'; '.join(broken)}")
 
 
 def run_command(args: argparse.Namespace) -> None:

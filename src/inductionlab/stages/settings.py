@@ -1,21 +1,21 @@
 """The settings files a rule reads (results/settings/<name>.json): each holds only the
 config keys its readers use, so a change to a key reruns only the jobs that read it.
 
-A file is declared here once, by the config section it is cut from and the keys of that
-section it keeps (a dotted key keeps one nested value: ``roles.local_window``); the
-workflow writes it and the commands refuse a file that is not the one they expect. The
-behaviour stage's evaluation (its samples, prompts and the window of the local score) is
-one file, the head-role thresholds another: changing a threshold reruns the jobs that
-apply the rule (stacking the head scores and the phase change, claims, figures, the
-report), never an analysis. A name not declared here is an experiment's settings, whole.
+A file is declared once, by the folder that owns its section (a stage folder's or an
+experiment's ``settings.py``, with :func:`declare_settings`), by the config section it is
+cut from and the keys of that section it keeps (a dotted key keeps one nested value:
+``roles.local_window``); the workflow writes it and the commands refuse a file that is not
+the one they expect. The behaviour stage's evaluation (its samples, prompts and the window
+of the local score) is one file, the head-role thresholds another: changing a threshold
+reruns the jobs that apply the rule (stacking the head scores and the phase change,
+claims, figures, the report), never an analysis. A name no folder declares is an
+experiment's settings, whole.
 
 Plain Python: the workflow imports it at parse time.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from ..analysis.roles import ROLE_RULE
 
 
 @dataclass(frozen=True)
@@ -28,22 +28,18 @@ class SettingsFile:
     task: bool = True
 
 
-SETTINGS_FILES = {
-    # what the analyses of a model measure on: the evaluation sample and its prompts
-    "behaviour": SettingsFile("behaviour", (
-        "eval_seed", "n_sequences", "n_random_prompts", "random_prompt_lengths",
-        "failure_samples", "failure_prompt_len", "period_lengths", "shared_prefix_len",
-        "prompts", "roles.local_window")),
-    # the head-role rule: applied where results are stacked and read, never by an analysis
-    "roles": SettingsFile("behaviour.roles", ROLE_RULE, task=False),
-    "ablations": SettingsFile("ablations", ("entries",)),
-    "dynamics": SettingsFile("dynamics", ("n_sequences", "eval_size")),
-}
+# name -> declaration, filled by the folders that own the sections (see declare_settings)
+SETTINGS_FILES: dict[str, SettingsFile] = {}
 
 
 def declared(name: str) -> SettingsFile:
-    """The declaration of settings file ``name``; an undeclared name is an experiment's
-    settings (``experiments.<name>``), whole."""
+    """The declaration of settings file ``name`` (every stage folder imported first: each
+    declares its own); an undeclared name is an experiment's settings
+    (``experiments.<name>``), whole."""
+    if name not in SETTINGS_FILES:
+        from . import available
+
+        available()
     return SETTINGS_FILES.get(name) or SettingsFile(f"experiments.{name}")
 
 
@@ -79,7 +75,8 @@ def expected_keys(name: str) -> list[str]:
 
 
 def declare_settings(name: str, spec: SettingsFile) -> None:
-    """Declare settings file ``name`` (an experiment declares its own)."""
+    """Declare settings file ``name`` (the folder owning its section declares it, in its
+    ``settings.py``)."""
     if SETTINGS_FILES.setdefault(name, spec) != spec:
         raise ValueError(f"settings file {name!r} is declared twice, differently")
 

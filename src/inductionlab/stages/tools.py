@@ -77,7 +77,7 @@ def check_config(files, workflow=None, replace_workflow_config=False):
     if missing or (replace and "variants" not in config):
         raise ConfigError(missing or f"{', '.join(map(str, given))}: no variants, and "
                           "--replace-workflow-config takes the FILEs alone; give a full config")
-    extras = check_workflow_config(config, workflow_dir, experiments.available())
+    extras = check_workflow_config(config, workflow_dir, experiments.available(load=False))
     # the claims of the workflow and of the experiments switched on: every table and
     # column they read is one a stage writes
     from ..claims.rules import load_claims

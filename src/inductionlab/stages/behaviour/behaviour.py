@@ -37,7 +37,7 @@ from ...core.bayes_predictor import target_scores
 from ...core.task_kinds import TaskSample
 from ...core.decoding import greedy_complete
 from ...core.seeding import generator
-from ...config import behaviour_settings_problems
+from .settings import behaviour_settings_problems
 from ...core.formats import NATS, declare_table
 from .failure_modes import blocks_with_pattern, failure_modes
 from .measures import (Measure, completion_accuracy, immediate_repeats, in_prompt, mean_measure,

@@ -1,5 +1,6 @@
-"""The train stage: importing it registers its commands and declares its figures."""
-from . import commands, figures  # noqa: F401
+"""The train stage: importing it registers its commands, declares its figures and
+its settings check (:mod:`.settings`)."""
+from . import commands, figures, settings  # noqa: F401
 
 # its modules that declare the tables it writes (imported by inductionlab.stages.tables,
 # not here: they import torch)
