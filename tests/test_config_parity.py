@@ -61,6 +61,9 @@ CASES = {
     "a letter Unicode upper-cases to a task letter": (
         "behaviour:\n  prompts:\n    - {prompt: ıBCDEFıBCDEF}\n",
         "behaviour.prompts.0.prompt: prompt 'ıBCDEFıBCDEF': character(s) ['ı']"),
+    "a write-up completion of no variant": (
+        "behaviour:\n  prompts:\n    - {prompt: ABCDEF, write_up: {two_layr: ABCDEF}}\n",
+        "behaviour.prompts.0.write_up.two_layr: no variant of that name"),
     "an experiment's prompt likewise": ("experiments:\n  positional_shortcut: {prompts: [ABCDEFABCDEﬆ]}\n",
                                         "experiments.positional_shortcut.prompts.0"),
 }

@@ -18,7 +18,8 @@ declare_settings("roles", SettingsFile("behaviour.roles", ROLE_RULE, task=False)
 
 @settings_check("behaviour")
 def check_settings(behaviour: dict, config: dict) -> list[str]:
-    """The behaviour settings against the task: every prompt is one of the task's letters,
+    """The behaviour settings against the task: every prompt is one of the task's letters
+    (and its write-up completions name variants),
     the prompt lengths leave something to complete, and the period test and the shared
     prefix fit (:func:`behaviour_settings_problems`); one line per problem naming the key."""
     from ...core.data import TaskConfig, check_prompt
@@ -30,6 +31,11 @@ def check_settings(behaviour: dict, config: dict) -> list[str]:
             check_prompt(item["prompt"], task)
         except ValueError as err:
             problems.append(f"behaviour.prompts.{k}.prompt: {err}")
+        for name in item.get("write_up") or {}:
+            if name not in config["variants"]:
+                problems.append(f"behaviour.prompts.{k}.write_up.{name}: no variant of that name "
+                                f"(variants: {', '.join(config['variants'])}); the write-up's "
+                                "completion is shown beside the variant it names")
     for key in ("failure_prompt_len",):
         if not task.block_len <= behaviour[key] < task.seq_len:
             problems.append(f"behaviour.{key}: {behaviour[key]} must be at least task.block_len "
