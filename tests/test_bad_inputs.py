@@ -308,10 +308,60 @@ def test_a_spec_that_trains_no_step_is_refused(_run, tmp_path):
     assert not (tmp_path / "out" / "model.pt").exists()
 
 
-def test_write_json_refuses_nan(_run, tmp_path):
-    proc = _run("write-json", "--out", tmp_path / "x.json", "--document", '{"a": NaN}')
-    _assert_one_clear_line(proc, tmp_path / "x.json", "holds NaN or an infinity")
-    assert not (tmp_path / "x.json").exists()
+def test_write_json_refuses_nan(_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "x.json"
+    proc = _run("write-json", "--out", out, "--document", '{"a": NaN}')
+    _assert_one_clear_line(proc, out, "holds NaN or an infinity")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["results/one_layer/seed0/spec.json", "results/settings/x.csv",
+                                 "results/settings/../../x.json", "../x.json", "x.json",
+                                 "results/report/other.json"])
+def test_write_json_writes_only_the_files_its_rules_name(_run, tmp_path, monkeypatch, out):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "results" / "one_layer" / "seed0" / "spec.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("{}")
+    proc = _run("write-json", "--out", out, "--document", '{"a": 1}')
+    _assert_one_clear_line(proc, out, "write-json writes only the workflow's settings files")
+    assert spec.read_text() == "{}" and not (tmp_path / "results" / "settings").exists()
+    for ok in ("results/settings/x.json", tmp_path / "results/report/families.json"):
+        assert _run("write-json", "--out", ok, "--document", '{"a": 1}').returncode == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--indent", "100000000"], "--indent 100000000 is outside 0 to 8"),
+    (["--indent", "-1"], "--indent -1 is outside 0 to 8"),
+    (["--document", "[" * 10_000 + "]" * 10_000], "nests arrays and objects more than 32 deep"),
+    (["--document", "[" * 33 + "]" * 33], "nests arrays and objects more than 32 deep"),
+    (["--document", '{"a": ' * 40 + "1" + "}" * 40], "nests arrays and objects more than 32 deep"),
+])
+def test_write_json_bounds_its_indent_and_nesting(_run, tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    out = "results/settings/x.json"
+    proc = _run("write-json", "--out", out, *(["--document", "{}"] if "--document" not in args else []),
+                *args)
+    _assert_one_clear_line(proc, out, words)
+    assert not (tmp_path / out).exists()
+    deep = "[" * 32 + "]" * 32
+    assert _run("write-json", "--out", out, "--document", deep, "--indent", "8").returncode == 0
+    assert json.loads((tmp_path / out).read_text()) == json.loads(deep)
+
+
+def test_write_json_replaces_no_file_another_command_wrote(_run, tmp_path, monkeypatch):
+    from inductionlab.records import record_path
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "train.json"
+    assert _run("write-json", "--out", out, "--document", '{"a": 1}').returncode == 0
+    assert _run("write-json", "--out", out, "--document", '{"a": 2}').returncode == 0  # its own
+    record = json.loads(record_path(out).read_text())
+    record_path(out).write_text(json.dumps({**record, "writer": "inductionlab train"}))
+    proc = _run("write-json", "--out", out, "--document", '{"a": 3}')
+    _assert_one_clear_line(proc, out, "its record says inductionlab train wrote it, not write-json")
+    assert json.loads(out.read_text()) == {"a": 2}
 
 
 def test_threads_below_one_are_refused(trained, tmp_path, capsys):

@@ -127,8 +127,9 @@ def test_no_command_but_those_typed_by_hand_takes_a_positional_argument():
     assert "made-up" not in COMMANDS
 
 
-def test_options_are_named_and_their_order_is_free(tmp_path, capsys):
-    out = tmp_path / "doc.json"
+def test_options_are_named_and_their_order_is_free(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "doc.json"
     document = '{"b": 1, "a": [2]}'
     assert main(["write-json", "--sort-keys", "--document", document, "--out", str(out),
                  "--indent", "0"]) == 0
