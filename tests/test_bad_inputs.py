@@ -440,3 +440,79 @@ def test_the_next_write_removes_what_a_killed_write_left(tmp_path):
     write_text(tmp_path / "report.pdf", "whole")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         ".report.pdf.sha256", ".tmp-report.html.keep", "report.pdf"]
+
+
+# ---------------------------------------------------------------- memory, before any is allocated
+
+def test_train_refuses_a_spec_that_cannot_fit_before_allocating(_run, tmp_path):
+    """A batch of 65,536 sequences of 1,664 tokens: one line naming the setting, the
+    estimate and what the machine gives, instead of the allocator's traceback."""
+    spec = tiny_spec(steps=2)
+    spec["task"].update(block_len=26, n_blocks=64)
+    spec["train"]["batch_size"] = 65536
+    write_spec(tmp_path / "spec.json", spec)
+    proc = _run("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
+    _assert_one_clear_line(proc, tmp_path / "spec.json", "train.batch_size: a training job of "
+                           "two_layer seed 0 needs about ")
+    assert "(batches of 65536 x 1664 tokens, 2 layer(s) of 4 head(s), d_model 32)" in proc.stderr
+    assert "this machine gives a process; lower train.batch_size" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_stacked_training_refuses_seeds_that_fit_alone_but_not_together(_run, tmp_path, monkeypatch):
+    from inductionlab.core import bounds
+
+    specs = []
+    for seed in (0, 1, 2, 3):
+        spec = tiny_spec(seed=seed, steps=2)
+        spec["train"]["batch_size"] = 2048
+        write_spec(tmp_path / f"s{seed}" / "spec.json", spec)
+        specs.append(tmp_path / f"s{seed}" / "spec.json")
+    one = bounds.training_bytes({"d_model": 32, "n_heads": 4, "n_layers": 2},
+                                {"vocab_size": 26, "seq_len": 24}, spec["train"])
+    monkeypatch.setattr(bounds, "available_memory", lambda: int(1.5 * one))
+    proc = _run("train-stacked", "--specs", *specs)
+    _assert_one_clear_line(proc, specs[0], "train.seeds_per_job: a training job of 4 seeds of "
+                           "two_layer needs about ")
+    assert not (tmp_path / "s0" / "model.pt").exists()
+
+
+@pytest.fixture(scope="module")
+def variable_period_model(tmp_path_factory):
+    """A model trained for two steps on a variable_period task named ``vp``."""
+    root = tmp_path_factory.mktemp("vp")
+    spec = tiny_spec(steps=2)
+    spec["task"] = {"name": "vp", "kind": "variable_period", "vocab_size": 26, "seq_len": 24,
+                    "min_period": 3, "max_period": 8}
+    spec["train"].update(eval_every=1, n_checkpoints=2)
+    train(spec, root / "model")
+    return root / "model" / "model.pt"
+
+
+def test_behaviour_refuses_a_floor_or_a_sample_that_cannot_fit(_run, variable_period_model,
+                                                               tmp_path, monkeypatch):
+    """Refused before the samples, the exact floor or any pass is allocated: the floor of
+    periods 3..8 (Bell(8) = 4,140 patterns) or 65,536 sequences."""
+    from inductionlab.core import bounds
+    from inductionlab.core.tasks import task_from_dict
+
+    task = tiny_spec()["task"]
+    settings = tmp_path / "behaviour.json"
+    out = tmp_path / "out"
+    args = ("behaviour", "--model", variable_period_model, "--settings", settings,
+            "--completions", out / "a", "--failure-modes", out / "b", "--attention", out / "c.npz",
+            "--head-scores", out / "d", "--behaviour", out / "e")
+    few, many = (stage_settings("behaviour", task, behaviour={"n_sequences": n}) for n in (16, 65536))
+    vp = task_from_dict({"kind": "variable_period", "min_period": 3, "max_period": 8})
+    floor = bounds.BASE + int(bounds.SLACK * bounds.task_floor_bytes(vp))
+    monkeypatch.setattr(bounds, "available_memory", lambda: floor - 2**20)
+    settings.write_text(json.dumps(few))
+    proc = _run(*args)
+    _assert_one_clear_line(proc, variable_period_model, "tasks.vp.max_period: the exact floor of "
+                           "task 'vp' (variable_period, 24 tokens) needs about ")
+    monkeypatch.setattr(bounds, "available_memory", lambda: 4 * 2**30)
+    settings.write_text(json.dumps(many))
+    proc = _run(*args)
+    _assert_one_clear_line(proc, variable_period_model, "behaviour.n_sequences: the behaviour job "
+                           "of two_layer seed 0 on task 'vp' needs about ")
+    assert "lower behaviour.n_sequences" in proc.stderr and not out.exists()
