@@ -384,7 +384,7 @@ def memory_problems(config: dict, available: int | None = None) -> list[str]:
     for task_name in [WRITE_UP, *(config.get("tasks") or {})]:
         try:
             tasks[task_name] = task_from_dict(resolve_task(config, task_name))
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, AttributeError):
             continue  # the tasks: check names it
     for name, variant in config["variants"].items():
         asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
