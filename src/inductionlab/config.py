@@ -368,61 +368,24 @@ def _check_checkpoints(train: dict) -> list[str]:
 def memory_problems(config: dict, available: int | None = None) -> list[str]:
     """A job that would need more memory than this machine gives a process (``available``
     bytes; default: :func:`inductionlab.core.bounds.available_memory`), estimated from the
-    config before any job starts; one line per problem naming the key to lower. Training
-    may use up to train.mem_mb x seeds_per_job instead, the memory a cluster job asks for.
-    A model's behaviour job is counted on every task a model may train on (the write-up's
-    and each of tasks:, which a variant names or an experiment retrains it on), its exact
-    floor and Bayes predictor included."""
+    config before any job starts (:func:`inductionlab.core.bounds.config_memory_problems`,
+    on every task a model may train on: the write-up's and each of tasks:); one line per
+    problem naming the key to lower."""
     from .core import bounds
+    from .core.loading import checkpoint_steps
     from .core.tasks import WRITE_UP, resolve_task, task_from_dict
 
     available = bounds.available_memory() if available is None else available
     if available is None:
         return []
-    task, train, problems = config["task"], config["train"], []
     tasks = {}
-    for task_name in [WRITE_UP, *(config.get("tasks") or {})]:
+    for name in [WRITE_UP, *(config.get("tasks") or {})]:
         try:
-            tasks[task_name] = task_from_dict(resolve_task(config, task_name))
+            tasks[name] = task_from_dict(resolve_task(config, name))
         except (ValueError, TypeError, KeyError, AttributeError):
             continue  # the tasks: check names it
-    for name, variant in config["variants"].items():
-        asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
-        problem = bounds.training_problem(f"variant {name!r}", variant, task, train, available, asked)
-        if problem:
-            problems.append(problem)
-        n, key = max((config["behaviour"]["n_sequences"], "behaviour.n_sequences"),
-                     (config["dynamics"]["n_sequences"], "dynamics.n_sequences"))
-        need = bounds.analysis_bytes(variant, task, n)
-        if need > available:
-            problems.append(
-                f"{key}: scoring {n} sequences of variant {name!r} in one pass, every "
-                f"attention pattern kept, needs about {bounds.gigabytes(need)}, more than the "
-                f"{bounds.gigabytes(available)} this machine gives a process; lower {key}, or "
-                "make the model smaller")
-        else:
-            for task_name, own in tasks.items():
-                problem = bounds.behaviour_problem(
-                    f"variant {name!r}", variant, own, task_name,
-                    config["behaviour"]["n_sequences"], available, on_write_up=task_name == WRITE_UP)
-                if problem:
-                    problems.append(problem)
-                    break
-        if problems:
-            return problems  # the first variant that does not fit says it
-    from .core.loading import checkpoint_steps
-
-    seq_len = task["block_len"] * task["n_blocks"]
-    vectors = (len(config["variants"]) * len(config["seeds"])
-               * len(checkpoint_steps(train["steps"], train["n_checkpoints"])))
-    need = bounds.pca_bytes(vectors, config["dynamics"]["eval_size"], seq_len)
-    if need > available:
-        problems.append(
-            f"dynamics.eval_size: the PCA of {vectors} checkpoints' per-token losses (every "
-            f"variant, seed and checkpoint) on {config['dynamics']['eval_size']} sequences "
-            f"needs about {bounds.gigabytes(need)}, more than the {bounds.gigabytes(available)} "
-            "this machine gives a process; lower dynamics.eval_size or train.n_checkpoints")
-    return problems
+    checkpoints = len(checkpoint_steps(config["train"]["steps"], config["train"]["n_checkpoints"]))
+    return bounds.config_memory_problems(config, tasks, checkpoints, available)
 
 
 def _check_tasks(config: dict) -> list[str]:

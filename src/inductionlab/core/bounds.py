@@ -68,8 +68,7 @@ def training_floats(variant: dict, task: dict, train: dict) -> dict[str, int]:
     and the whole validation set's logits; the larger of the two is the peak) and
     ``state`` (weights, gradients, Adam's two moments), and ``sample``: the validation
     sample with its sources, drawn first and held for the whole job (:func:`sampling_bytes`,
-    in floats). See
-    :func:`training_bytes`."""
+    in floats). See :func:`training_bytes`."""
     T, V, D, H, L = _shape(variant, task)
     pattern = H * T * T
     val = train["val_size"]
@@ -237,6 +236,46 @@ def behaviour_problem(who: str, variant: dict, task, task_name: str, n_sequences
             "their samples and the task's Bayes predictor), more than the "
             f"{gigabytes(available)} this machine gives a process; lower {key}, or make the "
             "model or the sequence smaller")
+
+
+def config_memory_problems(config: dict, tasks: dict, checkpoints: int, available: int) -> list[str]:
+    """The jobs of a validated ``config`` that need more than ``available`` bytes, one line
+    each naming the key to lower: a variant's training (which may use up to train.mem_mb x
+    seeds_per_job instead, the memory a cluster job asks for), its analyses' passes, its
+    behaviour job on each of ``tasks`` (name -> the task kind's object: every task a model
+    may train on, as a variant names it or an experiment retrains it on), then the PCA of
+    every variant's ``checkpoints`` checkpoints. The first variant that does not fit says
+    it."""
+    task, train, problems = config["task"], config["train"], []
+    behaviour_n = config["behaviour"]["n_sequences"]
+    n, key = max((behaviour_n, "behaviour.n_sequences"),
+                 (config["dynamics"]["n_sequences"], "dynamics.n_sequences"))
+    for name, variant in config["variants"].items():
+        who = f"variant {name!r}"
+        asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
+        problems += [p for p in [training_problem(who, variant, task, train, available, asked)] if p]
+        need = analysis_bytes(variant, task, n)
+        if need > available:
+            problems.append(
+                f"{key}: scoring {n} sequences of {who} in one pass, every attention pattern "
+                f"kept, needs about {gigabytes(need)}, more than the {gigabytes(available)} "
+                f"this machine gives a process; lower {key}, or make the model smaller")
+        else:
+            problems += [p for p in (behaviour_problem(who, variant, own, task_name, behaviour_n,
+                                                       available, task_name == "write_up")
+                                     for task_name, own in tasks.items()) if p][:1]
+        if problems:
+            return problems
+    vectors = len(config["variants"]) * len(config["seeds"]) * checkpoints
+    eval_size = config["dynamics"]["eval_size"]
+    need = pca_bytes(vectors, eval_size, sequence_length(task))
+    if need > available:
+        problems.append(
+            f"dynamics.eval_size: the PCA of {vectors} checkpoints' per-token losses (every "
+            f"variant, seed and checkpoint) on {eval_size} sequences needs about "
+            f"{gigabytes(need)}, more than the {gigabytes(available)} this machine gives a "
+            "process; lower dynamics.eval_size or train.n_checkpoints")
+    return problems
 
 
 def spec_training_problem(spec, seeds: int = 1, available: int | None = None) -> str | None:
