@@ -176,6 +176,58 @@ def read_spec(path):
     return spec
 
 
+def run_specs(paths) -> dict:
+    """This run's models from their ``spec.json`` files (each read and checked as
+    :func:`read_spec` does): ``(model, seed) -> (spec digest, path)``. Two files of one
+    model and seed are :class:`BadInput`."""
+    found = {}
+    for path in map(Path, paths):
+        identity = records.spec_identity(read_spec(path).to_dict())
+        key = (identity.model, identity.seed)
+        if key in found:
+            raise BadInput(path, f"is the spec of {identity.words()}, as {found[key][1]} is; "
+                           "give each model's spec.json once", hint=None)
+        found[key] = (identity.spec, path)
+    return found
+
+
+def _models_words(pairs) -> str:
+    """'one_layer seed 0, two_layer seeds 0, 1' of ``(model, seed)`` pairs."""
+    seeds = {}
+    for model, seed in sorted(pairs):
+        seeds.setdefault(model, []).append(seed)
+    return ", ".join(f"{m} seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}"
+                     for m, s in seeds.items())
+
+
+def check_stacked_tables(paths, frames, specs: dict) -> None:
+    """The stacked tables ``paths`` (read as ``frames``) are this run's: every model their
+    records cover was made from this run's spec of it (``specs``, :func:`run_specs`), their
+    rows name only this run's models, and together they hold every one of them (a
+    per-model table, or a table of a run with fewer seeds, does not). Else
+    :class:`BadInput` naming the table, or the tables, and what differs."""
+    held = set()
+    for path, frame in zip(map(Path, paths), frames):
+        record = _checked(path, records.read_record)
+        if record is not None:
+            _checked(path, records.check_run, record.covers, specs)
+        if not {"variant", "seed"} <= set(frame.columns):
+            continue
+        rows = {(str(v), int(s)) for v, s in frame[["variant", "seed"]].drop_duplicates().itertuples(index=False)}
+        foreign = rows - set(specs)
+        if foreign:
+            raise BadInput(path, f"holds {_models_words(foreign)}, not a model of this run (the "
+                           f"spec.json files given are of {_models_words(specs)})", hint=REBUILD)
+        held |= rows
+    missing = set(specs) - held
+    if missing:
+        where = Path(paths[0]) if len(paths) == 1 else Path(f"--tables ({len(paths)} files)")
+        raise BadInput(where, f"hold{'s' if len(paths) == 1 else ''} rows of "
+                       f"{_models_words(held) or 'no model'} but none of {_models_words(missing)}, "
+                       f"which this run has (by its spec.json files); give the stacked tables "
+                       f"of every model, results/tables/<name>.csv", hint=None)
+
+
 def load_checkpoint(model, path, step: int | None = None) -> int:
     """Load checkpoint ``path`` into ``model`` in place; returns its step.
 
