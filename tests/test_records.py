@@ -253,7 +253,8 @@ def _run_files(root, seeds=(0,), steps=30):
             per_model.append(folder / "behaviour.csv")
     tables = root / "results" / "tables"
     with records.recording("inductionlab aggregate"):
-        aggregate("behaviour", per_model, tables / "behaviour.csv", tables / "behaviour_summary.csv")
+        aggregate("behaviour", per_model, tables / "behaviour.csv",
+                  tables / "behaviour_summary.csv")
     return tables / "behaviour.csv"
 
 
@@ -287,14 +288,14 @@ def test_another_specs_per_model_table_with_its_record_is_not_stacked(tmp_path):
     _run_files(tmp_path / "ours")
     _run_files(tmp_path / "theirs", steps=40)
     mine = tmp_path / "ours" / "results" / "two_layer" / "seed0" / "behaviour.csv"
-    _copy_with_record(tmp_path / "theirs" / "results" / "two_layer" / "seed0" / "behaviour.csv", mine)
+    _copy_with_record(tmp_path / "theirs" / mine.relative_to(tmp_path / "ours"), mine)
     out = tmp_path / "ours" / "results" / "tables"
     (out / "behaviour.csv").unlink()
     with records.recording("inductionlab aggregate"), pytest.raises(
             BadInput, match=rf"{mine}: holds two_layer seed 0 from another spec .* differs from "
                             rf"{mine.parent / 'spec.json'}'s"):
-        aggregate("behaviour", [mine.parent.parent.parent / "one_layer" / "seed0" / "behaviour.csv", mine],
-                  out / "behaviour.csv", out / "behaviour_summary.csv")
+        other = tmp_path / "ours" / "results" / "one_layer" / "seed0" / "behaviour.csv"
+        aggregate("behaviour", [other, mine], out / "behaviour.csv", out / "behaviour_summary.csv")
     assert not (out / "behaviour.csv").exists()
 
 
@@ -324,7 +325,8 @@ def _claims(tmp_path, tables, specs):
     claims_yaml = tmp_path / "claims.yaml"
     claims_yaml.write_text(yaml.safe_dump({"claims": [{
         "id": "never", "variant": "two_layer", "quote": "q", "compare": ">", "threshold": 0.5,
-        "metric": {"table": "behaviour", "where": {"metric": "never_repeats"}, "column": "value"}}]}))
+        "metric": {"table": "behaviour", "where": {"metric": "never_repeats"},
+                   "column": "value"}}]}))
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         status = cli.main(["claims", "--claims-yaml", str(claims_yaml), "--claims",
@@ -362,3 +364,13 @@ def test_claims_refuses_a_stacked_table_of_a_run_with_fewer_seeds(tmp_path):
     _copy_with_record(_run_files(tmp_path / "other", seeds=(0, 1), steps=40), ours)
     status, err = _claims(tmp_path, [ours], specs)
     assert status == 1 and f"{ours}: holds one_layer seed 0 from another spec" in err, err
+
+
+def test_a_stacked_table_beside_a_hand_edited_spec_names_the_spec(tmp_path):
+    table = _run_files(tmp_path)
+    spec = tmp_path / "results" / "two_layer" / "seed0" / "spec.json"
+    spec.write_text(spec.read_text().replace('"n_heads": 4', '"n_heads": 2'))
+    with pytest.raises(BadInput, match=rf"{table}: holds two_layer seed 0, whose {spec} was edited "
+                                       r"since it was written .* delete it and rerun snakemake, "
+                                       r"which writes it from config.yaml again$"):
+        read_table(table)

@@ -255,7 +255,8 @@ def read_record(path) -> Record | None:
     except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError):
         if earlier:
             raise RecordProblem(f"its record {record.name} is of an earlier version of this "
-                                "project, which names no spec of the models a file covers") from None
+                                "project, which names no spec of the models a file covers"
+                                ) from None
         raise RecordProblem(f"its record {record.name} is not a record of this project") from None
 
 
@@ -348,29 +349,38 @@ def model_spec_file(root, model: str, seed: int) -> Path:
     return Path(root) / model / f"seed{seed}" / SPEC_FILE
 
 
+class SpecFileProblem(RecordProblem):
+    """This run's spec.json of a model is not the one training wrote; the message says how
+    to write it again."""
+
+
 def spec_digest(spec_file) -> str | None:
     """The spec digest recorded for the spec.json ``spec_file``, checked against its bytes;
     None when there is no such file. A spec.json with no sound record, or edited since it
-    was written, is :class:`RecordProblem` naming it."""
+    was written, is :class:`SpecFileProblem` naming it."""
     spec_file = Path(spec_file)
     if not spec_file.is_file():
         return None
-    record = read_record(spec_file)
-    if record is None or record.identity is None:
-        raise RecordProblem(f"its model's {spec_file} has no record naming its spec, so it is "
-                            "not one the workflow wrote")
-    if sha256(spec_file) != record.sha256:
-        raise RecordProblem(f"its model's {spec_file} was edited since it was written (its "
-                            "SHA-256 differs from its record's)")
+    try:
+        record = read_record(spec_file)
+    except RecordProblem as err:
+        raise SpecFileProblem(f"{spec_file}: {err}; delete it and rerun snakemake, which writes "
+                              "it from config.yaml again") from None
+    if record is None or record.identity is None or sha256(spec_file) != record.sha256:
+        how = ("has no record naming its spec" if record is None or record.identity is None
+               else "was edited since it was written (its SHA-256 differs from its record's)")
+        raise SpecFileProblem(f"{spec_file} {how}, so it is not the spec training wrote; delete "
+                              "it and rerun snakemake, which writes it from config.yaml again")
     return record.identity.spec
 
 
 def check_run(path, covers, specs: dict | None = None) -> None:
     """Every model the file at ``path`` covers (``covers``, from its record) is of this run:
     its spec digest is the one this run's spec.json of that model records. ``specs``: this
-    run's models, ``(model, seed) -> (spec digest, spec.json)``; by default the spec.json files of the
-    results/ folder ``path`` is in (none outside one; a model folder without a spec.json is
-    not checked). Else :class:`RecordProblem`, naming the model and the spec.json."""
+    run's models, ``(model, seed) -> (spec digest, spec.json)``; by default the spec.json
+    files of the results/ folder ``path`` is in (none outside one; a model folder without a
+    spec.json is not checked). Else :class:`RecordProblem`, naming the model and the
+    spec.json (:class:`SpecFileProblem` when that spec.json is the file at fault)."""
     root = results_root(path) if specs is None else None
     if specs is None and root is None:
         return
@@ -385,7 +395,10 @@ def check_run(path, covers, specs: dict | None = None) -> None:
             spec_file = model_spec_file(root, covered.model, covered.seed)
             if Path(os.path.abspath(spec_file)) == Path(os.path.abspath(path)):
                 continue
-            digest = spec_digest(spec_file)
+            try:
+                digest = spec_digest(spec_file)
+            except SpecFileProblem as err:
+                raise SpecFileProblem(f"holds {covered.words()}, whose {err}") from None
             if digest is None:
                 if own == (covered.model, covered.seed):
                     continue

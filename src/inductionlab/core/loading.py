@@ -93,7 +93,7 @@ def _checked(path, check, *args):
         raise BadInput(path, str(err), hint=REBUILD if path.name != "spec.json" else
                        "delete it and rerun snakemake, which writes it from config.yaml again; "
                        "to change a model, edit config.yaml") from None
-    except records.Mismatch as err:
+    except (records.Mismatch, records.SpecFileProblem) as err:  # the message says what to do
         raise BadInput(path, str(err), hint=None) from None
     except records.RecordProblem as err:
         raise BadInput(path, str(err), hint=REBUILD) from None
@@ -213,7 +213,8 @@ def check_stacked_tables(paths, frames, specs: dict) -> None:
             _checked(path, records.check_run, record.covers, specs)
         if not {"variant", "seed"} <= set(frame.columns):
             continue
-        rows = {(str(v), int(s)) for v, s in frame[["variant", "seed"]].drop_duplicates().itertuples(index=False)}
+        named = frame[["variant", "seed"]].drop_duplicates()
+        rows = {(str(v), int(s)) for v, s in named.itertuples(index=False)}
         foreign = rows - set(specs)
         if foreign:
             raise BadInput(path, f"holds {_models_words(foreign)}, not a model of this run (the "
