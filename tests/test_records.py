@@ -348,6 +348,15 @@ def test_claims_reads_only_this_runs_stacked_tables_of_every_model(tmp_path):
     assert err.startswith(f"inductionlab claims: error: {one}: holds rows of two_layer seed 0 but "
                           "none of one_layer seeds 0, 1, two_layer seed 1, which this run has")
     assert "give the stacked tables of every model, results/tables/<name>.csv" in err
+    # a table given by hand (no record) that holds a model this run has not
+    by_hand = tmp_path / "by_hand" / "behaviour.csv"
+    by_hand.parent.mkdir()
+    frame = pd.read_csv(table)
+    pd.concat([frame, frame.iloc[:1].assign(variant="four_layer")]).to_csv(by_hand, index=False)
+    status, err = _claims(tmp_path, [by_hand], specs)
+    assert status == 1 and err.startswith(
+        f"inductionlab claims: error: {by_hand}: holds four_layer seed 0, not a model of this run "
+        "(the spec.json files given are of one_layer seeds 0, 1, two_layer seeds 0, 1)"), err
 
 
 def test_claims_refuses_a_stacked_table_of_a_run_with_fewer_seeds(tmp_path):

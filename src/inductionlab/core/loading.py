@@ -213,8 +213,12 @@ def check_stacked_tables(paths, frames, specs: dict) -> None:
             _checked(path, records.check_run, record.covers, specs)
         if not {"variant", "seed"} <= set(frame.columns):
             continue
-        named = frame[["variant", "seed"]].drop_duplicates()
-        rows = {(str(v), int(s)) for v, s in named.itertuples(index=False)}
+        named = frame[["variant", "seed"]].dropna().drop_duplicates()
+        try:
+            rows = {(str(v), int(s)) for v, s in named.itertuples(index=False)}
+        except (TypeError, ValueError):
+            raise BadInput(path, "has a seed that is not a whole number, so it is not a stacked "
+                           "table") from None
         foreign = rows - set(specs)
         if foreign:
             raise BadInput(path, f"holds {_models_words(foreign)}, not a model of this run (the "
