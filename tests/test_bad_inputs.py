@@ -284,7 +284,8 @@ def test_claims_given_a_binary_file(_run, trained, tmp_path):
     roles = tmp_path / "roles.json"
     roles.write_text(json.dumps(stage_settings("roles")))
     proc = _run("claims", "--claims-yaml", claims, "--claims", tmp_path / "c.csv", "--scorecard",
-                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv", "--roles", roles)
+                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv", "--specs",
+                trained / "model" / "spec.json", "--roles", roles)
     _assert_one_clear_line(proc, claims, "not a YAML file, so not a claims file")
 
 
