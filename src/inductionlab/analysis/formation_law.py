@@ -422,8 +422,8 @@ def law_sentence(row, *, bound_words: str = BOUND_WORDS, resolution: float = RES
     elif verdict == CONTAINS and row.get("wide"):
         reached = [number(e, "g") for e in (row["bound"] - resolution, row["bound"] + resolution)
                    if row["slope_low"] <= e <= row["slope_high"]]
-        words = (f"too wide to tell: the interval holds {of_bound} (on {clock}), and "
-                 f"{' and '.join(reached)} too")
+        words = (f"too wide to tell: the interval holds {of_bound} (on {clock}), but also "
+                 f"{' and '.join(reached)}")
     elif verdict == CONTAINS:
         words = f"{'equal to' if exact else 'the interval holds'} {of_bound} (on {clock})"
     else:
