@@ -344,3 +344,10 @@ def test_the_band_of_an_exact_law_is_the_line_and_spans_the_fitted_contexts():
 def test_a_law_not_measured_has_no_band():
     band = law_band(on_both_clocks(midpoints(2.0, contexts=(12, 24)), 64))
     assert band.empty and list(band.columns) == law.BAND_COLUMNS
+
+
+def test_a_context_length_that_is_not_positive_is_an_error():
+    frame = midpoints(2.0)
+    frame.loc[0, "context"] = 0
+    with pytest.raises(ValueError, match="context 0: a context length is a positive number"):
+        law_fits(on_both_clocks(frame, 64))

@@ -173,8 +173,8 @@ def bootstrap_slopes(x, y, strata, *, seed: int = 0, purpose: str = "",
     the points resampled within each stratum (``strata``: a label per point, the context
     length; the points of a stratum are its seeds). Every stratum keeps its size, so every
     replicate has the same distinct x. Stratum s draws from (seed, purpose:s), the
-    resamples of :func:`~inductionlab.analysis.uncertainty.resample_counts`: fits on the
-    same points (two clocks, two quantities) resample the same seeds."""
+    resamples of :func:`~inductionlab.analysis.uncertainty.resample_counts`: fits with the
+    same points per stratum (two clocks of one quantity) draw the same resamples."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     strata = np.asarray(strata)
     weights = np.zeros((resamples, len(x)))
@@ -226,12 +226,15 @@ def _check(frame: pd.DataFrame) -> None:
 
 
 def _usable(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The rows with a positive, finite midpoint and context, and the others counted by why
-    (a ``note`` column, where there is one, says why a midpoint is missing)."""
+    """The rows with a positive, finite midpoint, and the others counted by why (a ``note``
+    column, where there is one, says why a midpoint is missing)."""
     midpoint = pd.to_numeric(rows["midpoint"], errors="coerce").astype(float)
     context = pd.to_numeric(rows["context"], errors="coerce").astype(float)
-    missing = ~np.isfinite(midpoint) | ~np.isfinite(context)
-    negative = ~missing & ((midpoint <= 0) | (context <= 0))
+    if not (np.isfinite(context) & (context > 0)).all():
+        bad = rows.loc[~(np.isfinite(context) & (context > 0)), "context"].iloc[0]
+        raise ValueError(f"context {bad}: a context length is a positive number of tokens")
+    missing = ~np.isfinite(midpoint)
+    negative = ~missing & (midpoint <= 0)
     dropped: dict[str, int] = {}
     for i in rows.index[missing]:
         note = rows.at[i, "note"] if "note" in rows.columns else None
