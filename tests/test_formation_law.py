@@ -8,7 +8,7 @@ import pytest
 from inductionlab.analysis import formation_law as law
 from inductionlab.analysis.formation_law import (ABOVE, BELOW, CONTAINS, NOT_COMPARED, STEPS,
                                                  TOKENS, clocks_sentence, compare_with_bound,
-                                                 law_band, law_fits, law_sentence,
+                                                 law_band, law_fits, law_midpoints, law_sentence,
                                                  least_squares_line, on_both_clocks, too_wide)
 from inductionlab.analysis.uncertainty import NOT_MEASURED, t_quantile
 
@@ -325,7 +325,8 @@ def test_the_band_is_the_line_and_narrowest_at_the_mean_log_context():
     band = band[band["clock"] == STEPS].reset_index(drop=True)
     assert list(band["midpoint"]) == pytest.approx(
         list(math.exp(r["intercept"]) * band["context"] ** r["slope"]), rel=1e-10)
-    assert (band["midpoint_low"] < band["midpoint"]).all() and (band["midpoint"] < band["midpoint_high"]).all()
+    assert (band["midpoint_low"] < band["midpoint"]).all()
+    assert (band["midpoint"] < band["midpoint_high"]).all()
     widths = np.log(band["midpoint_high"] / band["midpoint_low"])
     assert widths.idxmin() == 3
     # at the mean ln T the half-width is t · s / √n
@@ -336,7 +337,8 @@ def test_the_band_is_the_line_and_narrowest_at_the_mean_log_context():
 def test_the_band_of_an_exact_law_is_the_line_and_spans_the_fitted_contexts():
     band = law_band(on_both_clocks(midpoints(2.0), 64), points=7)
     steps = band[band["clock"] == STEPS]
-    assert len(steps) == 7 and steps["context"].min() == pytest.approx(12) and steps["context"].max() == pytest.approx(48)
+    assert len(steps) == 7
+    assert (steps["context"].min(), steps["context"].max()) == pytest.approx((12, 48))
     assert list(steps["midpoint"]) == pytest.approx(list(40.0 * steps["context"] ** 2), rel=1e-9)
     assert (steps["midpoint_low"] == steps["midpoint"]).all()
 
@@ -351,3 +353,52 @@ def test_a_context_length_that_is_not_positive_is_an_error():
     frame.loc[0, "context"] = 0
     with pytest.raises(ValueError, match="context 0: a context length is a positive number"):
         law_fits(on_both_clocks(frame, 64))
+
+
+# ------------------------------------------------------------------ from the fits
+
+
+def phase_rows():
+    """Fits of two seeds at three context lengths: seed 1's head never forms at T = 48,
+    seed 0's loss has two drops at T = 12, seed 1's content part is still rising at T = 12."""
+    rows = []
+    for t in (12, 24, 48):
+        for s in (0, 1):
+            for metric in ("loss_pred", CONTENT, "coincidence"):
+                rows.append({"variant": "two_layer", "context": t, "seed": s, "metric": metric,
+                             "shape": "smooth", "midpoint": 10.0 * t ** 1.5 * (1 + 0.1 * s),
+                             "formed": 1.0, "last_step": 5000.0})
+    frame = pd.DataFrame(rows)
+    at = lambda t, s, m: (frame["context"] == t) & (frame["seed"] == s) & (frame["metric"] == m)
+    frame.loc[at(48, 1, CONTENT), ["shape", "formed"]] = ["flat", 0.0]
+    frame.loc[at(48, 1, "loss_pred"), "formed"] = 0.0
+    frame.loc[at(12, 0, "loss_pred"), "shape"] = "two drops"
+    frame.loc[at(12, 1, CONTENT), "midpoint"] = 9000.0
+    frame.loc[at(24, 0, CONTENT), "formed"] = 0.0
+    return frame
+
+
+def test_law_midpoints_keep_only_single_changes_of_formed_heads_within_the_checkpoints():
+    out = law_midpoints(phase_rows()).set_index(["context", "seed", "quantity"])
+    assert set(out.index.get_level_values("quantity")) == {"loss_pred", CONTENT}
+    assert out.loc[(48, 1, CONTENT), "note"] == "flat: no single change"
+    assert out.loc[(24, 0, CONTENT), "note"] == "no induction head formed"
+    assert out.loc[(12, 0, "loss_pred"), "note"] == "two drops: no single change"
+    assert "beyond the last checkpoint (step 5000)" in out.loc[(12, 1, CONTENT), "note"]
+    assert out.loc[(48, 1, "loss_pred"), "midpoint"] == pytest.approx(10.0 * 48 ** 1.5 * 1.1)
+    assert out["midpoint"].isna().sum() == 4 and (out["note"] != "").sum() == 4
+
+
+def test_law_midpoints_dropped_are_counted_with_their_reasons():
+    rows = law_fits(on_both_clocks(law_midpoints(phase_rows()), 64)).set_index(["quantity", "clock"])
+    content = rows.loc[(CONTENT, STEPS)]
+    assert content["n_points"] == 3 and content["n_dropped"] == 3
+    assert "1: no midpoint fitted: no induction head formed" in content["dropped"]
+    assert "1: no midpoint fitted: flat: no single change" in content["dropped"]
+    loss = rows.loc[("loss_pred", STEPS)]
+    assert loss["n_points"] == 5 and loss["slope"] == pytest.approx(1.5, abs=0.1)
+
+
+def test_the_shapes_with_a_midpoint_are_the_detectors():
+    from inductionlab.stages.dynamics.phase_change import PHASE_CHANGE, SMOOTH
+    assert set(law.ONE_CHANGE) == {PHASE_CHANGE, SMOOTH}

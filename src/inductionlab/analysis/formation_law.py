@@ -3,9 +3,10 @@
 A formation's midpoint is the step at which its fitted logistic is halfway (docs/methods.md,
 "Training dynamics and the phase change"), measured per model: one variant, one context
 length T, one seed, for the best last-layer head's content part and for the loss on
-predictable targets. The law is the ordinary least-squares line of ln(midpoint) on ln(T)
-over every seed of a variant (:func:`law_fits`), one per quantity and clock; its slope α is
-the exponent. docs/methods.md, "The law of formation time", says it in words.
+predictable targets (:func:`law_midpoints` reads them from the fits, NaN where a curve has
+no single change or no head formed). The law is the ordinary least-squares line of
+ln(midpoint) on ln(T) over every seed of a variant (:func:`law_fits`), one per quantity and
+clock; its slope α is the exponent. docs/methods.md, "The law of formation time", says it in words.
 
 Time has two clocks (:data:`CLOCKS`): optimiser steps, and tokens seen, steps × batch × T
 (:func:`tokens_seen`). A batch holds a fixed number of sequences, so a longer context feeds
@@ -50,8 +51,10 @@ STEPS, TOKENS = "steps", "tokens"
 CLOCKS = {STEPS: "optimiser steps", TOKENS: "tokens seen"}
 # the quantities of the formation study's fits (the dynamics stage's LOSS_FIT and
 # INDUCTION_FIT) in words; any other quantity is named as it is
-QUANTITIES = {"induction_content": "the head's content part",
-              "loss_pred": "the loss on predictable targets"}
+CONTENT, LOSS = "induction_content", "loss_pred"
+QUANTITIES = {CONTENT: "the head's content part", LOSS: "the loss on predictable targets"}
+# the shapes of a fit (the phase-change detector's) that have one change, hence a midpoint
+ONE_CHANGE = ("phase change", "smooth")
 
 # the bound the law is compared with: its exponent, its clock and its words
 QUADRATIC = 2.0
@@ -79,6 +82,40 @@ BAND_COLUMNS = ["variant", "quantity", "clock", "context", "midpoint", "midpoint
                 "midpoint_high"]
 NO_MIDPOINT = "no midpoint fitted"
 NOT_POSITIVE = "midpoint not positive (no logarithm)"
+
+
+def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
+    """The midpoints the law reads, in steps, from the fits of the formation curves:
+    ``phase`` has a row per variant, ``context``, seed and fitted ``metric`` (rows of
+    phase_change.csv with the model's context length beside them: ``shape``, ``midpoint``;
+    optionally ``formed``, 1 where the head-role rule found an induction head, ``last_step``,
+    the last checkpoint, and ``note``). The result has the columns of
+    :data:`MIDPOINT_COLUMNS` but ``clock``, and ``note``, one row per fit of a quantity of
+    :data:`QUANTITIES`; the midpoint is NaN, with why in ``note``, where the curve has no
+    single change (a flat curve, two drops), where no induction head formed (the content
+    part: a positional-only head, a head that never forms: its midpoint times nothing), or
+    where the midpoint lies beyond the last checkpoint (the change is not over: an
+    extrapolation, not a time)."""
+    missing = [c for c in ("variant", "context", "seed", "metric", "shape", "midpoint")
+               if c not in phase.columns]
+    if missing:
+        raise ValueError(f"the fits need the columns variant, context, seed, metric, shape and "
+                         f"midpoint; missing {missing}")
+    rows = []
+    for _, r in phase[phase["metric"].isin(list(QUANTITIES))].iterrows():
+        midpoint, why = float(r["midpoint"]), ""
+        formed = r.get("formed", 1.0)
+        last = r.get("last_step", math.nan)
+        if r["shape"] not in ONE_CHANGE:
+            why = f"{r['shape']}: no single change"
+        elif r["metric"] == CONTENT and not (pd.notna(formed) and float(formed) == 1.0):
+            why = "no induction head formed"
+        elif pd.notna(last) and midpoint > float(last):
+            why = f"midpoint beyond the last checkpoint (step {float(last):g}): the change is not over"
+        rows.append({"variant": r["variant"], "context": r["context"], "seed": r["seed"],
+                     "quantity": r["metric"], "midpoint": math.nan if why else midpoint,
+                     "note": why})
+    return pd.DataFrame(rows, columns=[c for c in MIDPOINT_COLUMNS if c != "clock"] + ["note"])
 
 
 def tokens_seen(steps, batch_size, context):
@@ -140,7 +177,8 @@ class Line:
         fit = self.intercept + self.slope * x
         if self.exact:
             return fit, fit.copy(), fit.copy()
-        half = t_quantile(self.df) * self.residual_sd * np.sqrt(1.0 / self.n + (x - self.x_mean) ** 2 / self.sxx)
+        spread = np.sqrt(1.0 / self.n + (x - self.x_mean) ** 2 / self.sxx)
+        half = t_quantile(self.df) * self.residual_sd * spread
         return fit, fit - half, fit + half
 
 
@@ -345,8 +383,8 @@ def law_fits(frame: pd.DataFrame, *, bound: float = QUADRATIC, bound_clock: str 
             if clock != bound_clock:
                 row["verdict"] = NOT_COMPARED
             else:
-                at = (bound, bound) if line.exact and abs(line.slope - bound) <= EXACT * max(1.0, abs(bound)) \
-                    else (low, high)
+                on_bound = line.exact and abs(line.slope - bound) <= EXACT * max(1.0, abs(bound))
+                at = (bound, bound) if on_bound else (low, high)
                 row["verdict"] = compare_with_bound(*at, bound)
                 row["wide"] = bool(too_wide(low, high, bound, resolution))
                 if not math.isnan(boot_low):
@@ -451,8 +489,8 @@ def clocks_sentence(fits: pd.DataFrame, variant: str, quantity: str) -> str:
         elif r["slope_low"] == r["slope_high"]:
             parts.append(f"α = {_slope_text(r['slope'])} (no interval) on {words}")
         else:
-            parts.append(f"α = {_slope_text(r['slope'])} ({_interval_text(r['slope_low'], r['slope_high'])}) "
-                         f"on {words}")
+            interval = _interval_text(r["slope_low"], r["slope_high"])
+            parts.append(f"α = {_slope_text(r['slope'])} ({interval}) on {words}")
     text = f"{name}: " + ", ".join(parts)
     if {STEPS, TOKENS} <= set(mine.index) and NOT_MEASURED not in set(mine["verdict"]):
         gap = float(mine.loc[TOKENS, "slope"] - mine.loc[STEPS, "slope"])
