@@ -89,13 +89,13 @@ def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
     ``phase`` has a row per variant, ``context``, seed and fitted ``metric`` (rows of
     phase_change.csv with the model's context length beside them: ``shape``, ``midpoint``;
     optionally ``formed``, 1 where the head-role rule found an induction head, ``last_step``,
-    the last checkpoint, and ``note``). The result has the columns of
-    :data:`MIDPOINT_COLUMNS` but ``clock``, and ``note``, one row per fit of a quantity of
-    :data:`QUANTITIES`; the midpoint is NaN, with why in ``note``, where the curve has no
-    single change (a flat curve, two drops), where no induction head formed (the content
-    part: a positional-only head, a head that never forms: its midpoint times nothing), or
-    where the midpoint lies beyond the last checkpoint (the change is not over: an
-    extrapolation, not a time)."""
+    the last checkpoint, and ``note``, kept where a fit has no midpoint). The result has the
+    columns of :data:`MIDPOINT_COLUMNS` but ``clock``, and ``note``, one row per fit of a
+    quantity of :data:`QUANTITIES`; the midpoint is NaN, with why in ``note``, where the
+    curve has no single change (a flat curve, two drops), where no induction head formed
+    (the content part of a positional-only head, or of a head that never forms, times no
+    formation), or where the midpoint lies beyond the last checkpoint (the change is not
+    over: an extrapolation, not a time)."""
     missing = [c for c in ("variant", "context", "seed", "metric", "shape", "midpoint")
                if c not in phase.columns]
     if missing:
@@ -106,12 +106,16 @@ def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
         midpoint, why = float(r["midpoint"]), ""
         formed = r.get("formed", 1.0)
         last = r.get("last_step", math.nan)
-        if r["shape"] not in ONE_CHANGE:
+        if not isinstance(r["shape"], str):
+            why = "no fit"
+        elif r["shape"] not in ONE_CHANGE:
             why = f"{r['shape']}: no single change"
         elif r["metric"] == CONTENT and not (pd.notna(formed) and float(formed) == 1.0):
             why = "no induction head formed"
         elif pd.notna(last) and midpoint > float(last):
             why = f"midpoint beyond the last checkpoint (step {float(last):g}): the change is not over"
+        elif math.isnan(midpoint) and isinstance(r.get("note"), str):
+            why = r["note"]
         rows.append({"variant": r["variant"], "context": r["context"], "seed": r["seed"],
                      "quantity": r["metric"], "midpoint": math.nan if why else midpoint,
                      "note": why})
