@@ -260,11 +260,17 @@ def test_the_seed_bootstrap_is_deterministic_and_follows_its_seed():
 
 
 def test_the_bootstrap_resamples_seeds_within_each_context_length():
-    # every replicate keeps one point per seed slot at each T: with the same midpoint for
-    # every seed at a T, the points lie on a line whatever is drawn
-    slopes = law.bootstrap_slopes(np.log([12, 12, 24, 24, 48, 48]), [1.0, 1.0, 2.0, 2.0, 3.0, 3.0],
-                                  [12, 12, 24, 24, 48, 48], purpose="test")
-    assert slopes == pytest.approx(np.full(len(slopes), 1 / math.log(2)), abs=1e-12)
+    # the same value for both seeds at each T, rising then falling (0, 1, 0): a resample
+    # that keeps every T's size weighs the three T alike and fits slope 0 exactly; one
+    # that moved weight between the T would tilt the line
+    x, y, strata = [0, 0, 1, 1, 2, 2], [0.0, 0.0, 1.0, 1.0, 0.0, 0.0], [12, 12, 24, 24, 48, 48]
+    slopes = law.bootstrap_slopes(x, y, strata, purpose="test")
+    assert len(slopes) == law.RESAMPLES
+    assert np.abs(slopes).max() < 1e-12
+    # the same points as one stratum are resampled across the T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        across = law.bootstrap_slopes(x, y, [0] * 6, purpose="test")
+    assert np.nanmax(np.abs(across)) > 0.1
 
 
 def test_one_seed_per_context_length_has_no_bootstrap():
