@@ -19,6 +19,7 @@ from ..records import spec_identity
 from .task_kinds import TaskSettingsError
 from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import ModelConfig
+from .clamping import TrainingIntervention
 
 SPEC_KEYS = ("variant", "seed", "task", "model", "train")
 
@@ -37,14 +38,18 @@ class TrainSettings:
     val_seed: int
     n_checkpoints: int
     compile: str = "auto"
+    # what is clamped or frozen during training (.clamping); None: nothing, and the key
+    # is absent from the document
+    intervention: TrainingIntervention | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainSettings":
-        known = fields(cls)
+        known = [f for f in fields(cls) if f.name != "intervention"]
         missing = [f.name for f in known if f.name not in d and f.default is MISSING]
         if missing:
             raise ValueError(f"train settings are missing {missing}")
-        settings = cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d})
+        settings = cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d},
+                       intervention=TrainingIntervention.from_dict(d.get("intervention")))
         # what the config's schema bounds, for a spec that did not come from a config
         small = [name for name in POSITIVE if getattr(settings, name) < 1]
         if small:
@@ -97,8 +102,11 @@ class Spec:
             raise ValueError("; ".join(f"task.{key}: {why}" for key, why in err.problems)) from None
         model = ModelConfig.from_dict({**document["model"], "vocab_size": task.vocab_size,
                                        "seq_len": task.seq_len})
+        train = TrainSettings.from_dict(document["train"])
+        if train.intervention is not None and train.intervention.problem(model):
+            raise ValueError(train.intervention.problem(model))
         return cls(variant=str(document["variant"]), seed=int(document["seed"]), task=task,
-                   model=model, train=TrainSettings.from_dict(document["train"]),
+                   model=model, train=train,
                    device=str(document.get("device", "cpu")),
                    document=json.loads(json.dumps(document)))
 
@@ -137,7 +145,7 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
         task_document = resolve_task(config, task)
     except ValueError as err:
         raise ValueError(f"model {variant!r}: {err}") from None
-    return {
+    document = {
         "variant": variant,
         "seed": int(seed),
         "task": task_document,
@@ -145,6 +153,9 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
         "train": dict(config["train"]),
         "device": config.get("device", "cpu"),
     }
+    if derived and derived.intervention:
+        document["train"]["intervention"] = dict(derived.intervention)
+    return document
 
 
 def model_name_problem(name: str) -> str | None:
@@ -166,27 +177,39 @@ def model_name_problem(name: str) -> str | None:
 class DerivedModel:
     """A model an experiment trains: the config's variant ``base`` with ``changes`` to its
     model fields (for example ``pos_encoding: learned``, or ``task: variable_period``: a
-    task of the config's ``tasks:``)."""
+    task of the config's ``tasks:``), and ``intervention``: what its training clamps or
+    freezes (the spec's ``train.intervention``, :mod:`.clamping`; empty: nothing)."""
 
     base: str
     changes: tuple[tuple[str, object], ...]
+    intervention: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, config: dict, name: str, base: str, changes: dict) -> "DerivedModel":
+    def of(cls, config: dict, name: str, base: str, changes: dict,
+           intervention: dict | None = None) -> "DerivedModel":
         """Checked against the config: the base exists, the name is new, every changed
-        field is a model field and the result is a valid model. Raises ValueError."""
+        field is a model field and the result is a valid model (with a valid intervention
+        for it, if any). Raises ValueError."""
         if name in config["variants"]:
             raise ValueError(f"model {name!r} is already a variant of the config; choose another name")
         if base not in config["variants"]:
             raise ValueError(f"model {name!r}: base variant {base!r} is not in config 'variants' "
                              f"{sorted(config['variants'])}")
-        if not changes:
+        if not changes and not intervention:
             raise ValueError(f"model {name!r}: no field of {base!r} is changed, so it is {base!r}")
         problem = model_name_problem(name)
         if problem:
             raise ValueError(f"model {name!r}: {problem}")
-        derived = cls(base, tuple(sorted(changes.items())))
-        model_config(make_spec(config, name, 0, derived))  # unknown field or bad value: ValueError
+        if isinstance(intervention, TrainingIntervention):
+            intervention = intervention.to_dict()
+        derived = cls(base, tuple(sorted(changes.items())),
+                      tuple(sorted((intervention or {}).items())))
+        try:  # unknown field or bad value: ValueError
+            model_config(make_spec(config, name, 0, derived))
+        except ValueError as err:
+            if not intervention:
+                raise
+            raise ValueError(f"model {name!r}: {err}") from None
         return derived
 
 
