@@ -1,5 +1,6 @@
 """Interventions during training: a sub-circuit's activations clamped at every step to a
-reference, or layer 0 frozen at its initialisation, while everything else learns.
+reference, or layer 0 frozen at its initialisation, while everything else learns
+(docs/methods.md, "Interventions during training").
 
 The setting is the spec's ``train.intervention`` (absent: none):
 ``{kind: clamp, part: A|B|C, reference: trained|handbuilt}`` or ``{kind: freeze, part: layer0}``.
