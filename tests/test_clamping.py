@@ -13,7 +13,7 @@ from inductionlab.core.clamping import (COPY_GAIN, UNCLAMPED, TrainingInterventi
                                         previous_token_pattern, values_out, with_intervention)
 from inductionlab.core.loading import save_model
 from inductionlab.core.model import ModelConfig, build_model, choose_attention
-from inductionlab.core.spec import DerivedModel, Spec, make_spec
+from inductionlab.core.spec import DerivedModel, Spec, make_spec, write_spec
 from inductionlab.core.stacked import train_stacked
 from inductionlab.core.train import train
 
@@ -201,14 +201,16 @@ def test_freezing_layer0_keeps_its_initial_weights_bit_for_bit(tmp_path):
     assert not torch.equal(final["W_E"], initial["W_E"])
 
 
-def _reference(tmp_path, spec, seed=0):
-    """A reference model.pt of ``spec``'s model (untrained: what matters here is its shape)."""
-    path = tmp_path / f"reference{seed}" / "model.pt"
-    path.parent.mkdir()
-    document = {**spec, "seed": seed}
+def _reference(tmp_path, spec, seed=0, folder=None):
+    """A reference model.pt of ``spec``'s model, another model by name (untrained: what
+    matters here is its shape), in ``folder`` (with its spec.json, as training writes it)."""
+    folder = folder or tmp_path / f"reference{seed}"
+    folder.mkdir(parents=True)
+    document = {**spec, "seed": seed, "variant": "reference"}
     document["train"] = {k: v for k, v in spec["train"].items() if k != "intervention"}
-    save_model(path, _scaled(build_model(Spec.of(document).model, seed)), document)
-    return path
+    write_spec(folder / "spec.json", document)
+    save_model(folder / "model.pt", _scaled(build_model(Spec.of(document).model, seed)), document)
+    return folder / "model.pt"
 
 
 def test_a_clamped_run_logs_both_losses_and_resumes_bit_identical(tmp_path):
@@ -333,3 +335,28 @@ def test_stacked_training_refuses_an_intervention(tmp_path):
     specs = [with_intervention(tiny_spec(seed=s), {"kind": "freeze", "part": "layer0"}) for s in (0, 1)]
     with pytest.raises(ValueError, match=r"stacked training does not take; train its seeds one by one"):
         train_stacked(specs, [tmp_path / "a", tmp_path / "b"])
+
+
+def test_the_train_command_takes_another_models_reference_and_refuses_a_wrong_one(tmp_path, capsys):
+    """In the workflow's folders: the reference is another model's file, read on purpose."""
+    from inductionlab.cli import main
+    from inductionlab.records import read_record
+
+    spec = with_intervention(tiny_spec(variant="clamped", steps=4),
+                             {"kind": "clamp", "part": "B", "reference": "trained"})
+    out = tmp_path / "results" / "clamped" / "seed0"
+    out.mkdir(parents=True)
+    write_spec(out / "spec.json", spec)
+    other_seed = _reference(tmp_path, spec, seed=1, folder=tmp_path / "results" / "reference" / "seed1")
+    command = ["train", "--spec", str(out / "spec.json"), "--out-dir", str(out), "--reference"]
+    capsys.readouterr()
+    assert main(command + [str(other_seed)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is seed 1, not seed 0" in err and "Traceback" not in err
+    reference = _reference(tmp_path, spec, folder=tmp_path / "results" / "reference" / "seed0")
+    assert main(command + [str(reference)]) == 0
+    assert "clamp B to trained" in capsys.readouterr().err
+    record = read_record(out / "model.pt")
+    assert (record.identity.model, record.identity.seed) == ("clamped", 0)
+    assert str(reference) in record.inputs  # what the clamped model was made from
+    assert ("reference", 0) in {(c.model, c.seed) for c in record.covers}

@@ -359,9 +359,11 @@ def load_reference(path, spec):
     """The trained reference of ``spec`` from its ``model.pt``: the same model (shape,
     vocabulary, context length, positions, smear) and the same seed, trained without an
     intervention; :class:`~inductionlab.core.loading.BadInput` in one line otherwise."""
+    from .. import records
     from .loading import BadInput, load_model
 
-    reference, trained = load_model(path)
+    with records.another_model():  # another model's file, read on purpose
+        reference, trained = load_model(path)
     if trained.model != spec.model:
         mine, theirs = spec.model.to_dict(), trained.model.to_dict()
         diff = ", ".join(f"{k}={theirs[k]!r} (not {mine[k]!r})" for k in mine if mine[k] != theirs[k])
