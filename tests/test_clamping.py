@@ -187,9 +187,11 @@ def test_a_handbuilt_previous_token_clamp_keeps_the_handbuilt_circuit_solving_th
 
 # ---------------------------------------------------------------- training
 
-def test_freezing_layer0_keeps_its_initial_weights_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("compile", ["never", pytest.param("always", marks=pytest.mark.slow)])
+def test_freezing_layer0_keeps_its_initial_weights_bit_for_bit(tmp_path, compile):
     spec = with_intervention(tiny_spec(steps=12, smear_layers=[0]),
                              {"kind": "freeze", "part": "layer0"})
+    spec["train"]["compile"] = compile
     assert spec["train"]["weight_decay"] > 0  # decay would move them, were they not kept
     train(spec, tmp_path, log=lambda msg: None)
     initial = build_model(Spec.of(spec).model, 0).state_dict()
@@ -232,6 +234,17 @@ def test_a_clamped_run_logs_both_losses_and_resumes_bit_identical(tmp_path):
     train(spec, killed, reference=reference, log=lines.append)
     assert any("resumed from step 20 of 40" in line for line in lines)
     assert_same_outputs(full, killed)
+
+
+def test_a_run_with_layer0_frozen_resumes_bit_identical(tmp_path):
+    spec = with_intervention(tiny_spec(steps=40), {"kind": "freeze", "part": "layer0"})
+    train(spec, tmp_path / "full", log=lambda msg: None)
+    with pytest.raises(_Killed):
+        train(spec, tmp_path / "killed", log=_killed_at(30))
+    lines = []
+    train(spec, tmp_path / "killed", log=lines.append)
+    assert any("resumed from step 20 of 40" in line for line in lines)
+    assert_same_outputs(tmp_path / "full", tmp_path / "killed")
 
 
 def test_a_changed_reference_starts_afresh(tmp_path):
