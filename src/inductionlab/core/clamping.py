@@ -52,6 +52,8 @@ PARTS = {"clamp": ("A", "B", "C"), "freeze": ("layer0",)}
 REFERENCES = ("trained", "handbuilt")
 KEYS = ("kind", "part", "reference")
 COPY_GAIN = 10.0
+NEEDS_REFERENCE = ("train.intervention.reference: 'trained' needs the reference model file "
+                   "(inductionlab train --reference path/model.pt)")
 # The log columns of a clamped run's validation with the clamp taken away (the same weights).
 UNCLAMPED = {"loss_all": "val_loss_all_unclamped", "loss_pred": "val_loss_pred_unclamped",
              "acc_pred": "val_acc_pred_unclamped"}
@@ -286,8 +288,7 @@ def clamp_for(setting: TrainingIntervention, cfg: ModelConfig,
     if problem or setting.kind != "clamp":
         raise ValueError(problem or f"train.intervention: {setting.label} is not a clamp")
     if setting.needs_reference and reference is None:
-        raise ValueError("train.intervention.reference: 'trained' needs the reference model "
-                         "file (inductionlab train --reference path/model.pt)")
+        raise ValueError(NEEDS_REFERENCE)
     if setting.part == "A":
         cls = ClampPreviousToken if cfg.n_layers > 1 else ClampSmearGate
     else:

@@ -21,8 +21,8 @@ from .compile_policy import compile_lock, loss_function, should_compile
 from .resume import ResumeState, adam_moments, restore_adam, resume_key
 from .spec import Spec
 from .task_kinds import training_tokens
-from .clamping import (UNCLAMPED, FrozenLayer, clamp_for, clamped_loss_function, evaluate_clamped,
-                       file_digest, load_reference)
+from .clamping import (NEEDS_REFERENCE, UNCLAMPED, FrozenLayer, clamp_for, clamped_loss_function,
+                       evaluate_clamped, file_digest, load_reference)
 
 
 class TrainingDiverged(RuntimeError):
@@ -234,11 +234,9 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None,
     setting = spec.train.intervention
     needs = setting is not None and setting.needs_reference
     if needs != (reference is not None):
-        raise ValueError(
-            "train.intervention.reference: 'trained' needs the reference model file "
-            "(--reference path/model.pt)" if needs else
-            f"--reference {reference}: {spec.name} is trained without a clamp to a trained "
-            "model (train.intervention), so it takes no reference; leave it out")
+        raise ValueError(NEEDS_REFERENCE if needs else
+                         f"--reference {reference}: {spec.name} is trained without a clamp to a "
+                         "trained model (train.intervention), so it takes no reference; leave it out")
     log, device, val = _setup(spec, threads, log)
     tcfg, task, seed = spec.train, spec.task, spec.seed
     model = build_model(spec.model, seed).to(device)
