@@ -325,7 +325,7 @@ def test_a_bad_setting_is_refused_in_one_line(value, model, message):
 
 def test_a_bad_reference_is_refused_in_one_line(tmp_path):
     spec = with_intervention(tiny_spec(), {"kind": "clamp", "part": "A", "reference": "trained"})
-    with pytest.raises(ValueError, match=r"'trained' needs the reference model file \(--reference"):
+    with pytest.raises(ValueError, match=r"'trained' needs the reference model file \(inductionlab train --reference"):
         train(spec, tmp_path / "out")
     with pytest.raises(ValueError, match=r"--reference .*takes no reference; leave it out"):
         train(tiny_spec(), tmp_path / "out", reference=tmp_path / "model.pt")
