@@ -185,6 +185,26 @@ def test_a_handbuilt_previous_token_clamp_keeps_the_handbuilt_circuit_solving_th
     assert accuracy(clamp) < 0.3
 
 
+@pytest.mark.parametrize("part", ["B", "C"])
+def test_a_handbuilt_match_or_copy_keeps_the_handbuilt_circuit_solving_the_task(part):
+    model = InductionCircuitModel()
+    tokens = _distinct_blocks()
+    clamp = clamp_for(_clamp(part, "handbuilt"), model.cfg)
+    clamp.hold(model, tokens)
+    with torch.no_grad():
+        logits = model(tokens, clamp)
+    assert torch.equal(logits[:, 6:-1].argmax(-1), tokens[:, 7:])
+    # a copy that writes the wrong token (the one before), or a match on the wrong key
+    # (the current one), breaks it
+    if part == "C":
+        clamp.held["values_out"] = clamp.held["values_out"].roll(1, dims=2)
+    else:
+        clamp.held["pattern"] = torch.eye(tokens.shape[1]).expand_as(clamp.held["pattern"])
+    with torch.no_grad():
+        logits = model(tokens, clamp)
+    assert (logits[:, 6:-1].argmax(-1) == tokens[:, 7:]).float().mean() < 0.3
+
+
 # ---------------------------------------------------------------- training
 
 @pytest.mark.parametrize("compile", ["never", pytest.param("always", marks=pytest.mark.slow)])
