@@ -16,10 +16,10 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from ..atomic import atomic_path
 from ..records import spec_identity
+from .clamping import TrainingIntervention
 from .task_kinds import TaskSettingsError
 from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import ModelConfig
-from .clamping import TrainingIntervention
 
 SPEC_KEYS = ("variant", "seed", "task", "model", "train")
 
@@ -145,17 +145,23 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
         task_document = resolve_task(config, task)
     except ValueError as err:
         raise ValueError(f"model {variant!r}: {err}") from None
-    document = {
+    return {
         "variant": variant,
         "seed": int(seed),
         "task": task_document,
         "model": model,
-        "train": dict(config["train"]),
+        "train": train_settings(config, derived),
         "device": config.get("device", "cpu"),
     }
+
+
+def train_settings(config: dict, derived: "DerivedModel | None" = None) -> dict:
+    """A spec's ``train`` block: the config's, and the ``intervention`` of a derived model
+    that has one (written only then)."""
+    train = dict(config["train"])
     if derived and derived.intervention:
-        document["train"]["intervention"] = dict(derived.intervention)
-    return document
+        train["intervention"] = dict(derived.intervention)
+    return train
 
 
 def model_name_problem(name: str) -> str | None:
@@ -177,11 +183,12 @@ def model_name_problem(name: str) -> str | None:
 class DerivedModel:
     """A model an experiment trains: the config's variant ``base`` with ``changes`` to its
     model fields (for example ``pos_encoding: learned``, or ``task: variable_period``: a
-    task of the config's ``tasks:``), and ``intervention``: what its training clamps or
-    freezes (the spec's ``train.intervention``, :mod:`.clamping`; empty: nothing)."""
+    task of the config's ``tasks:``)."""
 
     base: str
     changes: tuple[tuple[str, object], ...]
+    # what its training clamps or freezes: the spec's train.intervention (.clamping), as
+    # (key, value) pairs; empty: nothing
     intervention: tuple[tuple[str, str], ...] = ()
 
     @classmethod
