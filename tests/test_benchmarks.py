@@ -50,6 +50,13 @@ TINY = {
          r"^training share: [\d,.]+ of [\d,.]+ CPU s = \d+\.\d%",
          r"^training matrix work: \S+ FLOP; at the core's peak [\d,.]+ CPU s; done in",
          r"^one_layer\s+1\s+\d+\.\d"]),
+    "clamp_speed.py": (
+        ["--steps", "1", "--rounds", "1", "--batch", "4"],
+        [r"^two_layer \(batch 4, 1 thread\(s\)\)$",
+         r"^  plain\s+\d+\.\d\d ms/step\s+1\.00x$",
+         r"^  clamp C to trained\s+\d+\.\d\d ms/step\s+\d+\.\d\dx$",
+         r"^  freeze layer0\s+\d+\.\d\d ms/step",
+         r"^one_layer_smeared \(batch 4"]),
     "stage_costs.py": (
         [RUN],
         [r"^jobs 4: 432 job-seconds wall, 324 CPU$",
