@@ -131,7 +131,7 @@ def memory_problems(config: dict, available: int | None = None) -> list[str]:
         asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
         if need > max(available, asked):
             parts = bounds.training_floats(variant, task, train)
-            seq_len = task["block_len"] * task["n_blocks"]
+            seq_len = variant.get("context") or task["block_len"] * task["n_blocks"]
             if (train["seeds_per_job"] > 1
                     and bounds.training_bytes(variant, task, {**train, "seeds_per_job": 1}) <= available):
                 key, what = "train.seeds_per_job", f"{train['seeds_per_job']} seeds at once"

@@ -25,9 +25,10 @@ MIN_FIT_POINTS = 5
 
 
 def _shape(variant: dict, task: dict) -> tuple[int, int, int, int, int]:
-    """(T, V, D, H, L): sequence length, vocabulary, width, heads and layers."""
-    return (task["block_len"] * task["n_blocks"], task["vocab_size"], variant["d_model"],
-            variant["n_heads"], variant["n_layers"])
+    """(T, V, D, H, L): sequence length (the variant's own context, if it sets one),
+    vocabulary, width, heads and layers."""
+    return (variant.get("context") or task["block_len"] * task["n_blocks"], task["vocab_size"],
+            variant["d_model"], variant["n_heads"], variant["n_layers"])
 
 
 def parameter_floats(variant: dict, task: dict) -> int:

@@ -123,6 +123,17 @@ def with_context(task, context):
     return task
 
 
+def out_of_context(n_ctx: int, task, name: str = WRITE_UP) -> str | None:
+    """Why a model whose context is ``n_ctx`` tokens cannot be measured on ``task`` (named
+    ``name``; by default the write-up's, whose prompts are completed to its sequence
+    length), or None. A model reads any sequence up to its context, so one with a longer
+    context than the task's reads the task's sequences as they are."""
+    if n_ctx >= task.seq_len:
+        return None
+    return (f"not measured: the model's context of {n_ctx} tokens is shorter than the "
+            f"{task.seq_len}-token sequences of task {name}")
+
+
 def resolve_task(config: dict, name: str, context=None) -> dict:
     """The full document of task ``name`` of a validated config: the write-up's task
     (:data:`WRITE_UP`) or an entry of ``tasks:``, with the shared letters and context of
