@@ -186,6 +186,21 @@ def test_a_model_of_a_short_context_is_measured_on_its_own_task_only():
     assert arrays["mean_pattern_L0"].shape == (4, 12, 12)
 
 
+def test_the_positional_shortcut_study_refuses_a_model_too_short_for_its_prompts():
+    from inductionlab.experiments.positional_shortcut.settings import check_settings
+
+    config = config_with(v16=dict(n_layers=1, task="variable_period", context=16),
+                         v48=dict(n_layers=1, task="variable_period", context=48))
+    settings = {"base_variant": "v16", "compare": ["one_layer", "v16", "v48"],
+                "prompts": ["ABCDEFABCDEF"], "prompt_len": 12}
+    problems = check_settings(settings, config)
+    assert [p.split(":")[0] for p in problems] == ["experiments.positional_shortcut.base_variant",
+                                                   "experiments.positional_shortcut.compare"]
+    assert all("variant 'v16' has a context of 16 tokens, shorter than the write-up's 24" in p
+               for p in problems)
+    assert check_settings({**settings, "base_variant": "v48", "compare": ["v48"]}, config) == []
+
+
 # ---------------------------------------------------------------- the initialisation
 
 def test_the_embedding_starts_uniform_within_one_over_root_v_or_normal_with_std_one():
