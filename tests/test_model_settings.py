@@ -201,6 +201,31 @@ def test_the_positional_shortcut_study_refuses_a_model_too_short_for_its_prompts
     assert check_settings({**settings, "base_variant": "v48", "compare": ["v48"]}, config) == []
 
 
+def test_the_formation_study_says_why_a_short_context_model_has_no_write_up_values():
+    import pandas as pd
+
+    from inductionlab.experiments.formation.analysis import PERIOD_TEST, _behaviour_rows
+
+    def behaviour(metrics: dict, task: str) -> pd.DataFrame:
+        return pd.DataFrame([{"metric": m, "value": v, "low": v, "high": v,
+                              "task": "write_up" if m.startswith(("write_up_", "period")) else task}
+                             for m, v in metrics.items()])
+
+    short = {row["metric"]: row for row in _behaviour_rows(behaviour(
+        {"loss_pred": 0.5, "acc_pred": 0.8}, "variable_period"))}
+    for metric in ("write_up_loss_pred", "write_up_acc_pred", PERIOD_TEST):
+        assert math.isnan(short[metric]["value"])
+        assert short[metric]["note"].startswith("its context is shorter than the write-up's")
+    # a model measured on the write-up's task keeps its values; one trained on it reads its own
+    long = {row["metric"]: row for row in _behaviour_rows(behaviour(
+        {"loss_pred": 0.5, "acc_pred": 0.8, "write_up_loss_pred": 1.5, "write_up_acc_pred": 0.4,
+         "period4_acc": 0.9}, "variable_period"))}
+    assert long["write_up_loss_pred"]["value"] == 1.5 and PERIOD_TEST not in long
+    own = {row["metric"]: row for row in _behaviour_rows(behaviour(
+        {"loss_pred": 0.5, "acc_pred": 0.8, "period4_acc": 0.9}, "write_up"))}
+    assert own["write_up_acc_pred"]["value"] == 0.8 and PERIOD_TEST not in own
+
+
 # ---------------------------------------------------------------- the initialisation
 
 def test_the_embedding_starts_uniform_within_one_over_root_v_or_normal_with_std_one():
