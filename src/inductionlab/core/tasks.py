@@ -158,7 +158,9 @@ def resolve_task(config: dict, name: str, context=None) -> dict:
         raise TaskSettingsError([(key, f"every task shares the write-up's letters and context, "
                                        f"set in task: (vocab_size {write_up.vocab_size}, "
                                        f"{write_up.seq_len} tokens: block_len x n_blocks); "
-                                       "remove it from the task") for key in given])
+                                       "remove it from the task"
+                                       + ("; a variant sets its own context length with context:"
+                                          if key == "seq_len" else "")) for key in given])
     kind = find_kind(document.get("kind"))
     document.update({k: v for k, v in shared.items() if k in {f.name for f in fields(kind)}})
     task = task_from_dict(document)
