@@ -9,7 +9,7 @@ from inductionlab.config import ConfigError, check_workflow_config, read_yaml
 from inductionlab.config_overrides import retype_overrides
 from inductionlab.workflow_checks import (cap_local_cores, directories_under, missing_config_file,
                                           output_path_problems, rule_file_patterns,
-                                          rule_option_problems, shown_path)
+                                          rule_folder_problems, rule_option_problems, shown_path)
 
 # Every config file read first as data only (inductionlab.config.read_yaml): a YAML syntax
 # error, a key given twice (which Snakemake would let replace the first), aliases expanding
@@ -111,6 +111,14 @@ from inductionlab.stages.registry import COMMANDS
 _unnamed = rule_option_problems(workflow.rules, COMMANDS)
 if _unnamed:
     sys.exit("inductionlab: " + "\n  ".join(_unnamed))
+
+
+# Every rule, an experiment's and an extra rule file's too, writes in the working
+# directory's results/ and reports/ (its log in logs/): nothing it writes lands elsewhere,
+# where the report would read it as this run's.
+_outside = rule_folder_problems(workflow.rules)
+if _outside:
+    sys.exit("inductionlab: " + "\n  ".join(_outside))
 
 
 # A directory where a rule writes a file would pass for an up-to-date output.

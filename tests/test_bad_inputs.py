@@ -284,7 +284,8 @@ def test_claims_given_a_binary_file(_run, trained, tmp_path):
     roles = tmp_path / "roles.json"
     roles.write_text(json.dumps(stage_settings("roles")))
     proc = _run("claims", "--claims-yaml", claims, "--claims", tmp_path / "c.csv", "--scorecard",
-                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv", "--roles", roles)
+                tmp_path / "s.csv", "--tables", trained / "model" / "train_log.csv", "--specs",
+                trained / "model" / "spec.json", "--roles", roles)
     _assert_one_clear_line(proc, claims, "not a YAML file, so not a claims file")
 
 
@@ -308,10 +309,60 @@ def test_a_spec_that_trains_no_step_is_refused(_run, tmp_path):
     assert not (tmp_path / "out" / "model.pt").exists()
 
 
-def test_write_json_refuses_nan(_run, tmp_path):
-    proc = _run("write-json", "--out", tmp_path / "x.json", "--document", '{"a": NaN}')
-    _assert_one_clear_line(proc, tmp_path / "x.json", "holds NaN or an infinity")
-    assert not (tmp_path / "x.json").exists()
+def test_write_json_refuses_nan(_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "x.json"
+    proc = _run("write-json", "--out", out, "--document", '{"a": NaN}')
+    _assert_one_clear_line(proc, out, "holds NaN or an infinity")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("out", ["results/one_layer/seed0/spec.json", "results/settings/x.csv",
+                                 "results/settings/../../x.json", "../x.json", "x.json",
+                                 "results/report/other.json"])
+def test_write_json_writes_only_the_files_its_rules_name(_run, tmp_path, monkeypatch, out):
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "results" / "one_layer" / "seed0" / "spec.json"
+    spec.parent.mkdir(parents=True)
+    spec.write_text("{}")
+    proc = _run("write-json", "--out", out, "--document", '{"a": 1}')
+    _assert_one_clear_line(proc, out, "write-json writes only the workflow's settings files")
+    assert spec.read_text() == "{}" and not (tmp_path / "results" / "settings").exists()
+    for ok in ("results/settings/x.json", tmp_path / "results/report/families.json"):
+        assert _run("write-json", "--out", ok, "--document", '{"a": 1}').returncode == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--indent", "100000000"], "--indent 100000000 is outside 0 to 8"),
+    (["--indent", "-1"], "--indent -1 is outside 0 to 8"),
+    (["--document", "[" * 10_000 + "]" * 10_000], "nests arrays and objects more than 32 deep"),
+    (["--document", "[" * 33 + "]" * 33], "nests arrays and objects more than 32 deep"),
+    (["--document", '{"a": ' * 40 + "1" + "}" * 40], "nests arrays and objects more than 32 deep"),
+])
+def test_write_json_bounds_its_indent_and_nesting(_run, tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    out = "results/settings/x.json"
+    proc = _run("write-json", "--out", out, *(["--document", "{}"] if "--document" not in args else []),
+                *args)
+    _assert_one_clear_line(proc, out, words)
+    assert not (tmp_path / out).exists()
+    deep = "[" * 32 + "]" * 32
+    assert _run("write-json", "--out", out, "--document", deep, "--indent", "8").returncode == 0
+    assert json.loads((tmp_path / out).read_text()) == json.loads(deep)
+
+
+def test_write_json_replaces_no_file_another_command_wrote(_run, tmp_path, monkeypatch):
+    from inductionlab.records import record_path
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "train.json"
+    assert _run("write-json", "--out", out, "--document", '{"a": 1}').returncode == 0
+    assert _run("write-json", "--out", out, "--document", '{"a": 2}').returncode == 0  # its own
+    record = json.loads(record_path(out).read_text())
+    record_path(out).write_text(json.dumps({**record, "writer": "inductionlab train"}))
+    proc = _run("write-json", "--out", out, "--document", '{"a": 3}')
+    _assert_one_clear_line(proc, out, "its record says inductionlab train wrote it, not write-json")
+    assert json.loads(out.read_text()) == {"a": 2}
 
 
 def test_threads_below_one_are_refused(trained, tmp_path, capsys):
@@ -428,3 +479,79 @@ def test_a_figure_the_report_shows_that_was_deleted_says_how_to_rebuild_it(tmp_p
     with pytest.raises(BadInput, match=r"training.png: no such file \(a figure the report shows\) "
                        r"\(run `snakemake`"):
         figure_item({"path": str(path)}, 1)
+
+
+# ---------------------------------------------------------------- memory, before any is allocated
+
+def test_train_refuses_a_spec_that_cannot_fit_before_allocating(_run, tmp_path):
+    """A batch of 65,536 sequences of 1,664 tokens: one line naming the setting, the
+    estimate and what the machine gives, instead of the allocator's traceback."""
+    spec = tiny_spec(steps=2)
+    spec["task"].update(block_len=26, n_blocks=64)
+    spec["train"]["batch_size"] = 65536
+    write_spec(tmp_path / "spec.json", spec)
+    proc = _run("train", "--spec", tmp_path / "spec.json", "--out-dir", tmp_path / "out")
+    _assert_one_clear_line(proc, tmp_path / "spec.json", "train.batch_size: a training job of "
+                           "two_layer seed 0 needs about ")
+    assert "(batches of 65536 x 1664 tokens, 2 layer(s) of 4 head(s), d_model 32)" in proc.stderr
+    assert "this machine gives a process; lower train.batch_size" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_stacked_training_refuses_seeds_that_fit_alone_but_not_together(_run, tmp_path, monkeypatch):
+    from inductionlab.core import bounds
+
+    specs = []
+    for seed in (0, 1, 2, 3):
+        spec = tiny_spec(seed=seed, steps=2)
+        spec["train"]["batch_size"] = 2048
+        write_spec(tmp_path / f"s{seed}" / "spec.json", spec)
+        specs.append(tmp_path / f"s{seed}" / "spec.json")
+    one = bounds.training_bytes({"d_model": 32, "n_heads": 4, "n_layers": 2},
+                                {"vocab_size": 26, "seq_len": 24}, spec["train"])
+    monkeypatch.setattr(bounds, "available_memory", lambda: int(1.5 * one))
+    proc = _run("train-stacked", "--specs", *specs)
+    _assert_one_clear_line(proc, specs[0], "train.seeds_per_job: a training job of 4 seeds of "
+                           "two_layer needs about ")
+    assert not (tmp_path / "s0" / "model.pt").exists()
+
+
+@pytest.fixture(scope="module")
+def variable_period_model(tmp_path_factory):
+    """A model trained for two steps on a variable_period task named ``vp``."""
+    root = tmp_path_factory.mktemp("vp")
+    spec = tiny_spec(steps=2)
+    spec["task"] = {"name": "vp", "kind": "variable_period", "vocab_size": 26, "seq_len": 24,
+                    "min_period": 3, "max_period": 8}
+    spec["train"].update(eval_every=1, n_checkpoints=2)
+    train(spec, root / "model")
+    return root / "model" / "model.pt"
+
+
+def test_behaviour_refuses_a_floor_or_a_sample_that_cannot_fit(_run, variable_period_model,
+                                                               tmp_path, monkeypatch):
+    """Refused before the samples, the exact floor or any pass is allocated: the floor of
+    periods 3..8 (Bell(8) = 4,140 patterns) or 65,536 sequences."""
+    from inductionlab.core import bounds
+    from inductionlab.core.tasks import task_from_dict
+
+    task = tiny_spec()["task"]
+    settings = tmp_path / "behaviour.json"
+    out = tmp_path / "out"
+    args = ("behaviour", "--model", variable_period_model, "--settings", settings,
+            "--completions", out / "a", "--failure-modes", out / "b", "--attention", out / "c.npz",
+            "--head-scores", out / "d", "--behaviour", out / "e")
+    few, many = (stage_settings("behaviour", task, behaviour={"n_sequences": n}) for n in (16, 65536))
+    vp = task_from_dict({"kind": "variable_period", "min_period": 3, "max_period": 8})
+    floor = bounds.BASE + int(bounds.SLACK * bounds.task_floor_bytes(vp))
+    monkeypatch.setattr(bounds, "available_memory", lambda: floor - 2**20)
+    settings.write_text(json.dumps(few))
+    proc = _run(*args)
+    _assert_one_clear_line(proc, variable_period_model, "tasks.vp.max_period: the exact floor of "
+                           "task 'vp' (variable_period, 24 tokens) needs about ")
+    monkeypatch.setattr(bounds, "available_memory", lambda: 4 * 2**30)
+    settings.write_text(json.dumps(many))
+    proc = _run(*args)
+    _assert_one_clear_line(proc, variable_period_model, "behaviour.n_sequences: the behaviour job "
+                           "of two_layer seed 0 on task 'vp' needs about ")
+    assert "lower behaviour.n_sequences" in proc.stderr and not out.exists()

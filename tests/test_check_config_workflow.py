@@ -32,6 +32,9 @@ RULE_FILES = {
         "model 'x' is registered twice with different changes"),
     "a rule file that fails while it is read": (
         "X = undefined_name + 1\n", "name 'undefined_name' is not defined"),
+    "a rule that writes outside results/": (
+        "rule escape:\n    output: '../escape.csv'\n    shell: 'touch {output}'\n",
+        "rule escape: its output '../escape.csv' lies outside the folders the workflow writes in"),
     "a model named as an experiment's": (
         "register_model('one_layer_learned', 'one_layer', pos_encoding='standard')\n",
         "model 'one_layer_learned' is registered twice with different changes"),

@@ -74,6 +74,27 @@ def test_a_rule_whose_names_are_not_its_commands_options_is_refused():
     assert rule_option_problems([other], COMMANDS) == []  # a line naming its options itself
 
 
+@pytest.mark.parametrize("path", ["../escape.csv", "/tmp/escape.csv", "results/../../escape.csv",
+                                  "escape.csv", "{name}/table.csv", "src/inductionlab/x.py", "results"])
+def test_a_rule_that_writes_outside_the_workflow_s_folders_is_refused(path):
+    """The parse-time check of every rule's outputs, log and benchmark."""
+    from types import SimpleNamespace
+
+    from inductionlab.workflow_checks import rule_folder_problems
+
+    def rule(output=(), log=(), benchmark=None):
+        return SimpleNamespace(name="study", output=list(output), log=list(log), benchmark=benchmark)
+
+    good = rule(["results/study/{model}.csv", "reports/study.html", "results/./x.csv"],
+                ["logs/study.log"], "results/benchmarks/study.tsv")
+    assert rule_folder_problems([good, rule(benchmark="benchmarks/study.tsv")]) == []
+    for what, bad in (("output", rule([path])), ("log", rule(log=[path])),
+                      ("benchmark", rule(benchmark=path))):
+        assert rule_folder_problems([bad]) == [
+            f"rule study: its {what} {path!r} lies outside the folders the workflow writes in "
+            "(results/, reports/, logs/, benchmarks/); write it under results/"]
+
+
 @pytest.mark.parametrize("where,line", inductionlab_calls())
 def test_a_rule_names_every_argument_it_passes(where, line):
     words = line.replace("2>&1", "").split(">")[0].split()
@@ -106,8 +127,9 @@ def test_no_command_but_those_typed_by_hand_takes_a_positional_argument():
     assert "made-up" not in COMMANDS
 
 
-def test_options_are_named_and_their_order_is_free(tmp_path, capsys):
-    out = tmp_path / "doc.json"
+def test_options_are_named_and_their_order_is_free(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "settings" / "doc.json"
     document = '{"b": 1, "a": [2]}'
     assert main(["write-json", "--sort-keys", "--document", document, "--out", str(out),
                  "--indent", "0"]) == 0

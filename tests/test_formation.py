@@ -131,3 +131,22 @@ def test_a_highlight_reads_words_from_a_table_of_words(tmp_path):
                   "text": ["m: an induction head yes"]}).to_csv(words, index=False)
     assert highlight_text({"paths": [str(words)], "text": "Found: {m:sentence}; {x:sentence}."}) \
         == "Found: m: an induction head yes; –."
+
+
+@pytest.mark.parametrize("entry, period", [
+    ({"kind": "variable_period", "min_period": 5, "max_period": 5}, 5),
+    ({"kind": "repeated_block", "block_len": 4, "n_blocks": 6}, 4),
+    ({"kind": "random_offset", "block_len": 3, "max_offset": 4}, 3),
+])
+def test_the_study_refuses_a_task_that_position_alone_solves(entry, period):
+    from inductionlab.config import SETTINGS_CHECKS
+
+    config = {"task": {"vocab_size": 26, "block_len": 6, "n_blocks": 4},
+              "tasks": {"fixed": entry, "vp": {"kind": "variable_period", "min_period": 3, "max_period": 8}},
+              "variants": {"two_layer": {"n_layers": 2}}}
+    check = SETTINGS_CHECKS["formation"]
+    assert check({"task": "vp", "variants": ["two_layer"]}, config) == []
+    (problem,) = check({"task": "fixed", "variants": ["two_layer"]}, config)
+    assert problem.startswith(f"experiments.formation.task: every sequence of 'fixed' ({entry['kind']}) "
+                              f"repeats with period {period}, so looking {period} positions back")
+    assert "\n" not in problem

@@ -1,5 +1,7 @@
 """Records: every file says what it is, writes land only on regular files, and a file of
 another model or seed, or with no record under results/, is refused."""
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -11,10 +13,11 @@ import time
 import pandas as pd
 import pytest
 import torch
+import yaml
 
-from helpers import tiny_spec
-from inductionlab import records
-from inductionlab.atomic import NotOurs, write_csv, write_text
+from helpers import stage_settings, tiny_spec
+from inductionlab import cli, records
+from inductionlab.atomic import NotOurs, atomic_path, write_csv, write_text
 from inductionlab.core.loading import BadInput, load_model, read_spec, read_table, save_model
 from inductionlab.core.model import ModelConfig, build_model
 from inductionlab.core.spec import Spec, write_spec
@@ -227,3 +230,156 @@ def test_a_table_from_outside_results_of_another_model_is_refused_beside_the_mod
         load_model(seed0 / "model.pt")
         with pytest.raises(BadInput, match="its rows are of one_layer seed 0, but .* is of two_layer seed 0"):
             read_table(table)
+
+
+# ---------------------------------------------------------------- a file of another run
+
+def _run_files(root, seeds=(0,), steps=30):
+    """A run in ``root``: the spec.json of one_layer and two_layer for each of ``seeds``
+    (trained for ``steps``), a per-model behaviour.csv of each with its record, and the
+    stacked results/tables/behaviour.csv (as rule aggregate writes it)."""
+    per_model = []
+    for variant in ("one_layer", "two_layer"):
+        for seed in seeds:
+            folder = root / "results" / variant / f"seed{seed}"
+            spec = tiny_spec(variant, seed, steps=steps)
+            write_spec(folder / "spec.json", spec)
+            frame = pd.DataFrame({"variant": [variant], "seed": [seed], "task": ["write_up"],
+                                  "metric": ["never_repeats"],
+                                  "value": [0.7 if steps == 30 else 0.27]})
+            with atomic_path(folder / "behaviour.csv",
+                             identity=records.spec_identity(Spec.from_dict(spec).to_dict())) as tmp:
+                frame.to_csv(tmp, index=False)
+            per_model.append(folder / "behaviour.csv")
+    tables = root / "results" / "tables"
+    with records.recording("inductionlab aggregate"):
+        aggregate("behaviour", per_model, tables / "behaviour.csv",
+                  tables / "behaviour_summary.csv")
+    return tables / "behaviour.csv"
+
+
+def _copy_with_record(source, target):
+    for src, dst in ((source, target), (records.record_path(source), records.record_path(target))):
+        shutil.copy(src, dst)
+
+
+def test_a_stacked_tables_record_names_every_model_and_spec_it_holds(tmp_path):
+    table = _run_files(tmp_path, seeds=(0, 1))
+    covers = {(c["model"], c["seed"], c["spec"]) for c in _record(table)["covers"]}
+    assert covers == {(m, s, _record(tmp_path / "results" / m / f"seed{s}" / "spec.json")["spec"])
+                      for m in ("one_layer", "two_layer") for s in (0, 1)}
+    assert len(read_table(table)) == 4  # this run's own table is read as it is
+
+
+def test_another_runs_stacked_table_with_its_record_is_refused(tmp_path):
+    """Copied from a run of another spec (more steps), with its record: refused, naming the
+    model and the spec.json its spec differs from, where it read 0.27 for 0.70 before."""
+    ours = _run_files(tmp_path / "ours")
+    theirs = _run_files(tmp_path / "theirs", steps=40)
+    _copy_with_record(theirs, ours)
+    spec_json = tmp_path / "ours" / "results" / "one_layer" / "seed0" / "spec.json"
+    with pytest.raises(BadInput, match=rf"{ours}: holds one_layer seed 0 from another spec \(its "
+                       rf"record's spec digest [0-9a-f]{{12}}… differs from {spec_json}'s "
+                       r"[0-9a-f]{12}…\) \(if the workflow wrote it, delete it and rerun snakemake"):
+        read_table(ours)
+
+
+def test_another_specs_per_model_table_with_its_record_is_not_stacked(tmp_path):
+    _run_files(tmp_path / "ours")
+    _run_files(tmp_path / "theirs", steps=40)
+    mine = tmp_path / "ours" / "results" / "two_layer" / "seed0" / "behaviour.csv"
+    _copy_with_record(tmp_path / "theirs" / mine.relative_to(tmp_path / "ours"), mine)
+    out = tmp_path / "ours" / "results" / "tables"
+    (out / "behaviour.csv").unlink()
+    with records.recording("inductionlab aggregate"), pytest.raises(
+            BadInput, match=rf"{mine}: holds two_layer seed 0 from another spec .* differs from "
+                            rf"{mine.parent / 'spec.json'}'s"):
+        other = tmp_path / "ours" / "results" / "one_layer" / "seed0" / "behaviour.csv"
+        aggregate("behaviour", [other, mine], out / "behaviour.csv", out / "behaviour_summary.csv")
+    assert not (out / "behaviour.csv").exists()
+
+
+def test_a_stacked_table_of_a_model_this_run_has_not_is_refused(tmp_path):
+    ours = _run_files(tmp_path / "ours", seeds=(0,))
+    theirs = _run_files(tmp_path / "theirs", seeds=(0, 1))
+    _copy_with_record(theirs, ours)
+    with pytest.raises(BadInput, match="holds one_layer seed 1, which is not a model of this run "
+                                       rf"\(there is no .*one_layer/seed1/spec.json\)"):
+        read_table(ours)
+
+
+def test_a_record_of_an_earlier_version_is_refused_as_such(tmp_path):
+    table = _run_files(tmp_path)
+    record = _record(table)
+    del record["covers"]
+    records.record_path(table).write_text(json.dumps(record | {"format": "inductionlab record 1"}))
+    with pytest.raises(BadInput, match="is of an earlier version of this project, which names no "
+                                       "spec of the models a file covers"):
+        read_table(table)
+
+
+def _claims(tmp_path, tables, specs):
+    """``inductionlab claims`` on ``tables`` and ``specs``: (exit status, standard error)."""
+    roles = tmp_path / "roles.json"
+    roles.write_text(json.dumps(stage_settings("roles")))
+    claims_yaml = tmp_path / "claims.yaml"
+    claims_yaml.write_text(yaml.safe_dump({"claims": [{
+        "id": "never", "variant": "two_layer", "quote": "q", "compare": ">", "threshold": 0.5,
+        "metric": {"table": "behaviour", "where": {"metric": "never_repeats"},
+                   "column": "value"}}]}))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        status = cli.main(["claims", "--claims-yaml", str(claims_yaml), "--claims",
+                           str(tmp_path / "claims.csv"), "--scorecard", str(tmp_path / "card.csv"),
+                           "--tables", *map(str, tables), "--specs", *map(str, specs),
+                           "--roles", str(roles)])
+    return status, err.getvalue()
+
+
+def test_claims_reads_only_this_runs_stacked_tables_of_every_model(tmp_path):
+    table = _run_files(tmp_path, seeds=(0, 1))
+    specs = sorted((tmp_path / "results").glob("*/seed*/spec.json"))
+    assert _claims(tmp_path, [table], specs) == (0, "")
+    assert set(pd.read_csv(tmp_path / "claims.csv")["status"]) == {"holds"}
+    # one model's table: one line naming what it holds and what this run has
+    one = tmp_path / "results" / "two_layer" / "seed0" / "behaviour.csv"
+    status, err = _claims(tmp_path, [one], specs)
+    assert status == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"inductionlab claims: error: {one}: holds rows of two_layer seed 0 but "
+                          "none of one_layer seeds 0, 1, two_layer seed 1, which this run has")
+    assert "give the stacked tables of every model, results/tables/<name>.csv" in err
+    # a table given by hand (no record) that holds a model this run has not
+    by_hand = tmp_path / "by_hand" / "behaviour.csv"
+    by_hand.parent.mkdir()
+    frame = pd.read_csv(table)
+    pd.concat([frame, frame.iloc[:1].assign(variant="four_layer")]).to_csv(by_hand, index=False)
+    status, err = _claims(tmp_path, [by_hand], specs)
+    assert status == 1 and err.startswith(
+        f"inductionlab claims: error: {by_hand}: holds four_layer seed 0, not a model of this run "
+        "(the spec.json files given are of one_layer seeds 0, 1, two_layer seeds 0, 1)"), err
+
+
+def test_claims_refuses_a_stacked_table_of_a_run_with_fewer_seeds(tmp_path):
+    """Of the same specs, so that every model it holds is this run's: the seeds it lacks
+    are what differs."""
+    ours = _run_files(tmp_path / "ours", seeds=(0, 1))
+    theirs = _run_files(tmp_path / "theirs", seeds=(0,))
+    _copy_with_record(theirs, ours)
+    specs = sorted((tmp_path / "ours" / "results").glob("*/seed*/spec.json"))
+    status, err = _claims(tmp_path, [ours], specs)
+    assert status == 1 and "Traceback" not in err, err
+    assert "but none of one_layer seed 1, two_layer seed 1, which this run has" in err
+    # and of another spec: refused by its record, whichever spec files are given
+    _copy_with_record(_run_files(tmp_path / "other", seeds=(0, 1), steps=40), ours)
+    status, err = _claims(tmp_path, [ours], specs)
+    assert status == 1 and f"{ours}: holds one_layer seed 0 from another spec" in err, err
+
+
+def test_a_stacked_table_beside_a_hand_edited_spec_names_the_spec(tmp_path):
+    table = _run_files(tmp_path)
+    spec = tmp_path / "results" / "two_layer" / "seed0" / "spec.json"
+    spec.write_text(spec.read_text().replace('"n_heads": 4', '"n_heads": 2'))
+    with pytest.raises(BadInput, match=rf"{table}: holds two_layer seed 0, whose {spec} was edited "
+                                       r"since it was written .* delete it and rerun snakemake, "
+                                       r"which writes it from config.yaml again$"):
+        read_table(table)

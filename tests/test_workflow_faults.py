@@ -1,13 +1,17 @@
 """The workflow after a kill and on damaged or misplaced files (on a copy of the tiny run)."""
+import json
 import os
 import shutil
 import signal
 import subprocess
 import time
 
+import pandas as pd
 import pytest
+import yaml
 
 from helpers import snakemake_command
+from inductionlab import records
 
 pytestmark = pytest.mark.e2e  # the end-to-end tests: python -m pytest -m 'not e2e' runs the rest
 
@@ -129,6 +133,52 @@ def test_a_hand_edited_spec_is_never_trained(copy_of_run):
     rebuilt = _run(work, spec.relative_to(work))
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert '"n_heads": 4' in spec.read_text() and model.read_bytes() == weights
+
+
+def test_another_runs_stacked_table_stops_claims_until_it_is_rebuilt(copy_of_run):
+    """A stacked table of another spec of two_layer seed 0, copied in with its record (its
+    values halved, its record's spec digest another): claims refuses it, naming the table and
+    the spec.json it differs from, and writes nothing; deleted, the table is stacked again
+    and claims is as before."""
+    work = copy_of_run
+    tables = work / "results" / "tables"
+    table = tables / "behaviour.csv"
+    before = (tables / "claims.csv").read_bytes()
+    frame = pd.read_csv(table)
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    frame[floats] = frame[floats] * 0.5
+    frame.to_csv(table, index=False)
+    record = json.loads(records.record_path(table).read_text())
+    record["covers"] = [c | {"spec": "f" * 64} if (c["model"], c["seed"]) == ("two_layer", 0) else c
+                        for c in record["covers"]]
+    record.update(sha256=records.sha256(table), size=table.stat().st_size)
+    records.record_path(table).write_text(json.dumps(record))
+
+    proc = _run(work, "results/tables/claims.csv")
+    assert proc.returncode != 0
+    assert ("results/tables/behaviour.csv: holds two_layer seed 0 from another spec (its record's "
+            "spec digest ffffffffffff… differs from results/two_layer/seed0/spec.json's"
+            in proc.stdout + proc.stderr), proc.stderr[-3000:]
+    assert not (tables / "claims.csv").exists()  # the failed job's outputs are removed
+    table.unlink()  # the step the message gives
+    proc = _run(work, "results/tables/claims.csv")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tables / "claims.csv").read_bytes() == before
+
+
+def test_a_changed_spec_reruns_its_model_and_what_reads_it_without_a_refusal(copy_of_run, tmp_path):
+    """A model's spec changed in the config: its training writes the new spec.json, and every
+    file made from the old one is made again before anything reads it."""
+    work = copy_of_run
+    overlay = tmp_path / "change.yaml"
+    overlay.write_text(yaml.safe_dump({"variants": {"three_layer": {"n_layers": 3, "n_heads": 2}}}))
+    proc = _run(work, "--configfile", overlay, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    spec = json.loads(records.record_path(work / "results" / "three_layer" / "seed0" / "spec.json")
+                      .read_text())["spec"]
+    claims = work / "results" / "tables" / "claims.csv"
+    covers = json.loads(records.record_path(claims).read_text())["covers"]
+    assert {"model": "three_layer", "seed": 0, "spec": spec} in covers
 
 
 def _published(work) -> set[str]:

@@ -94,9 +94,6 @@ def check_semantics(config: dict) -> list[str]:
         if bad:
             problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
                             f"n_layers = {spec['n_layers']} (layers are 0-based)")
-        if "smear_init" in spec and not spec["smear_layers"]:
-            problems.append(f"{where}.smear_init: it starts the smear weights of smeared layers, "
-                            "and smear_layers is empty; remove it or name the smeared layers")
     problems += tasks_problems(config)
     problems += stage_problems(config)
     return problems or memory_problems(config)
@@ -118,59 +115,24 @@ def stage_problems(config: dict) -> list[str]:
 def memory_problems(config: dict, available: int | None = None) -> list[str]:
     """A job that would need more memory than this machine gives a process (``available``
     bytes; default: :func:`inductionlab.core.bounds.available_memory`), estimated from the
-    config before any job starts; one line per problem naming the key to lower. Training
-    may use up to train.mem_mb x seeds_per_job instead, the memory a cluster job asks for."""
+    config before any job starts (:func:`inductionlab.core.bounds.config_memory_problems`,
+    on every task a model may train on: the write-up's and each of tasks:); one line per
+    problem naming the key to lower."""
     from .core import bounds
+    from .core.loading import checkpoint_steps
+    from .core.tasks import WRITE_UP, resolve_task, task_from_dict
 
     available = bounds.available_memory() if available is None else available
     if available is None:
         return []
-    task, train, problems = config["task"], config["train"], []
-    for name, variant in config["variants"].items():
-        need = bounds.training_bytes(variant, task, train)
-        asked = train["mem_mb"] * 2**20 * train["seeds_per_job"]
-        if need > max(available, asked):
-            parts = bounds.training_floats(variant, task, train)
-            seq_len = variant.get("context") or task["block_len"] * task["n_blocks"]
-            if (train["seeds_per_job"] > 1
-                    and bounds.training_bytes(variant, task, {**train, "seeds_per_job": 1}) <= available):
-                key, what = "train.seeds_per_job", f"{train['seeds_per_job']} seeds at once"
-            elif parts["step"] >= parts["validation"]:
-                key, what = "train.batch_size", f"batches of {train['batch_size']} x {seq_len} tokens"
-            else:
-                key, what = "train.val_size", (f"a validation set of {train['val_size']} x "
-                                               f"{seq_len} tokens")
-            problems.append(
-                f"{key}: a training job of variant {name!r} needs about {bounds.gigabytes(need)} "
-                f"({what}, {variant['n_layers']} layer(s) of {variant['n_heads']} head(s), "
-                f"d_model {variant['d_model']}), more than the {bounds.gigabytes(available)} "
-                f"this machine gives a process; lower {key}, or make the model or the sequence "
-                "smaller")
-        n, key = max((config["behaviour"]["n_sequences"], "behaviour.n_sequences"),
-                     (config["dynamics"]["n_sequences"], "dynamics.n_sequences"))
-        need = bounds.analysis_bytes(variant, task, n)
-        if need > available:
-            problems.append(
-                f"{key}: scoring {n} sequences of variant {name!r} in one pass, every "
-                f"attention pattern kept, needs about {bounds.gigabytes(need)}, more than the "
-                f"{bounds.gigabytes(available)} this machine gives a process; lower {key}, or "
-                "make the model smaller")
-        if problems:
-            return problems  # the first variant that does not fit says it
-    from .core.loading import checkpoint_steps
-
-    seq_len = task["block_len"] * task["n_blocks"]
-    vectors = (len(config["variants"]) * len(config["seeds"])
-               * len(checkpoint_steps(train["steps"], train["n_checkpoints"])))
-    need = bounds.pca_bytes(vectors, config["dynamics"]["eval_size"], seq_len)
-    if need > available:
-        problems.append(
-            f"dynamics.eval_size: the PCA of {vectors} checkpoints' per-token losses (every "
-            f"variant, seed and checkpoint) on {config['dynamics']['eval_size']} sequences "
-            f"needs about {bounds.gigabytes(need)}, more than the {bounds.gigabytes(available)} "
-            "this machine gives a process; lower dynamics.eval_size or train.n_checkpoints")
-    return problems
-
+    tasks = {}
+    for name in [WRITE_UP, *(config.get("tasks") or {})]:
+        try:
+            tasks[name] = task_from_dict(resolve_task(config, name))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue  # the tasks: check names it
+    checkpoints = len(checkpoint_steps(config["train"]["steps"], config["train"]["n_checkpoints"]))
+    return bounds.config_memory_problems(config, tasks, checkpoints, available)
 
 
 def validate_experiment(config: dict, name: str, schema_path: str | Path, check=None) -> dict:

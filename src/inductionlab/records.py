@@ -3,12 +3,18 @@
 Every file written atomically (:mod:`inductionlab.atomic`) gets a record beside it,
 ``.<name>.sha256``: a small JSON object with the file's SHA-256 and size, what wrote it
 (the command), for which model and seed and from which spec (the SHA-256 of the spec
-document), and the SHA-256 of every file the writer read. A reader
+document), the SHA-256 of every file the writer read, and every model the file covers
+(``covers``: each model, seed and spec digest it was made from, its own and those its
+inputs cover; a stacked table names every model and seed whose rows it holds). A reader
 (:mod:`inductionlab.core.loading`) checks a file against its record before use:
 
 - the bytes are the ones written (not cut short, damaged or edited since);
 - a file in a model's result folder, ``results/<model>/seed<N>/``, is that model's and
   seed's (a file copied over from another seed or model is refused, naming both);
+- a file under ``results/`` is of this run: every model it covers was made from the spec
+  that model's ``results/<model>/seed<N>/spec.json`` holds now (the one training wrote
+  from the config), so a file of another run or spec of the same model and seed, a stacked
+  table among them, is refused, naming the spec.json it differs from;
 - a command about one model reads only that model's files;
 - a file under a ``results/`` folder with no record, or with a record that is not a small
   regular file, is not one the workflow wrote, and is refused. A file given by hand is read
@@ -27,7 +33,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-RECORD_FORMAT = "inductionlab record 1"
+RECORD_FORMAT = "inductionlab record 2"
+# the records of earlier versions, which name no model a file covers
+EARLIER_FORMATS = ("inductionlab record 1",)
 MAX_RECORD_BYTES = 1 << 20  # a record names its inputs: a few hundred bytes each
 RESULTS = "results"
 _SEED_FOLDER = re.compile(r"^seed(\d+)$")
@@ -51,6 +59,9 @@ class Identity:
 
     def words(self) -> str:
         return f"{self.model} seed {self.seed}"
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "seed": self.seed, "spec": self.spec}
 
 
 def record_path(path) -> Path:
@@ -100,7 +111,7 @@ def folder_identity(path) -> tuple[str, int] | None:
 class _Recording:
     writer: str | None = None
     one_model: bool = False
-    inputs: dict | None = None  # path -> (sha256, Identity | None)
+    inputs: dict | None = None  # path -> (sha256, Identity | None, covers: tuple[Identity, ...])
 
 
 _NOW = _Recording()
@@ -124,9 +135,10 @@ class recording:
         return False
 
 
-def note_input(path, digest: str, identity: Identity | None) -> None:
-    """Note that the running command read ``path``; a command about one model that reads
-    files of two models or seeds is refused, naming both."""
+def note_input(path, digest: str, identity: Identity | None, covers=()) -> None:
+    """Note that the running command read ``path`` (``covers``: the models its record says
+    it covers); a command about one model that reads files of two models or seeds is
+    refused, naming both."""
     if _NOW.inputs is None:
         return
     if identity is not None:
@@ -137,7 +149,7 @@ def note_input(path, digest: str, identity: Identity | None) -> None:
             raise Mismatch(f"is a file of {identity.words()}" + (" from another spec" if same else "")
                            + f", but {other} is of {known.words()}; this command reads the "
                            "files of one model and seed")
-    _NOW.inputs[str(path)] = (digest, identity)
+    _NOW.inputs[str(path)] = (digest, identity, tuple(covers))
 
 
 def _other_model_input(path, model: str, seed: int, spec: str | None = None):
@@ -145,7 +157,7 @@ def _other_model_input(path, model: str, seed: int, spec: str | None = None):
     not of ``model`` and ``seed`` (and of ``spec``, when given); None when all are."""
     if _NOW.inputs is None or not _NOW.one_model:
         return None
-    for other, (_, known) in _NOW.inputs.items():
+    for other, (_, known, _) in _NOW.inputs.items():
         if known is not None and other != str(path) and (
                 (known.model, known.seed) != (model, seed) or spec not in (None, known.spec)):
             return other, known
@@ -153,7 +165,7 @@ def _other_model_input(path, model: str, seed: int, spec: str | None = None):
 
 
 def _identities() -> list[Identity]:
-    found = [] if _NOW.inputs is None else [i for _, i in _NOW.inputs.values() if i is not None]
+    found = [] if _NOW.inputs is None else [i for _, i, _ in _NOW.inputs.values() if i is not None]
     return list(dict.fromkeys(found))
 
 
@@ -176,15 +188,23 @@ def output_identity(path, declared: Identity | None = None) -> Identity | None:
 def write_record(data_file: Path, path: Path, declared: Identity | None = None) -> str:
     """The record's text of ``data_file``, about to be published as ``path``."""
     identity = output_identity(path, declared)
-    inputs = {} if _NOW.inputs is None else {
-        p: digest for p, (digest, i) in _NOW.inputs.items()
+    kept = {} if _NOW.inputs is None else {
+        p: (digest, covers) for p, (digest, i, covers) in _NOW.inputs.items()
         if i is None or identity is None or i == identity}
+    covers = {identity} if identity else set()
+    covers.update(c for _, cs in kept.values() for c in cs)
     document = {"format": RECORD_FORMAT, "file": path.name, "sha256": sha256(data_file),
                 "size": data_file.stat().st_size, "writer": _NOW.writer,
                 "model": identity.model if identity else None,
                 "seed": identity.seed if identity else None,
-                "spec": identity.spec if identity else None, "inputs": inputs}
+                "spec": identity.spec if identity else None,
+                "inputs": {p: digest for p, (digest, _) in kept.items()},
+                "covers": [c.to_dict() for c in sorted(covers, key=_order)]}
     return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def _order(identity: Identity):
+    return identity.model, identity.seed, identity.spec
 
 
 # ---------------------------------------------------------------- reading a record
@@ -197,6 +217,7 @@ class Record:
     writer: str | None
     identity: Identity | None
     inputs: dict
+    covers: tuple[Identity, ...] = ()  # every model, seed and spec the file was made from
 
 
 def read_record(path) -> Record | None:
@@ -214,18 +235,28 @@ def read_record(path) -> Record | None:
     if info.st_size > MAX_RECORD_BYTES:
         raise RecordProblem(f"its record {record.name} is {info.st_size} bytes, more than a "
                             f"record holds ({MAX_RECORD_BYTES})")
+    earlier = False
     try:
         with open(record, "rb") as f:
             data = json.loads(f.read(MAX_RECORD_BYTES + 1).decode("utf-8"))
+        if data.get("format") in EARLIER_FORMATS:
+            earlier = True
+            raise ValueError("an earlier format")
         if data.get("format") != RECORD_FORMAT:
             raise ValueError("another format")
         identity = (Identity(str(data["model"]), int(data["seed"]), str(data["spec"]))
                     if data.get("model") is not None else None)
+        covers = tuple(Identity(str(c["model"]), int(c["seed"]), str(c["spec"]))
+                       for c in data["covers"])
         return Record(str(data["file"]), str(data["sha256"]), int(data["size"]), data.get("writer"), identity,
-                      dict(data.get("inputs") or {}))
+                      dict(data.get("inputs") or {}), covers)
     except OSError as err:
         raise RecordProblem(f"its record {record.name} cannot be read ({err.strerror})") from None
     except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError):
+        if earlier:
+            raise RecordProblem(f"its record {record.name} is of an earlier version of this "
+                                "project, which names no spec of the models a file covers"
+                                ) from None
         raise RecordProblem(f"its record {record.name} is not a record of this project") from None
 
 
@@ -253,7 +284,8 @@ def check(path, kind: str) -> str:
         raise FileChanged(f"is not the file the workflow wrote: it was {how} (its SHA-256 "
                           f"differs from the one recorded in {record_path(path).name})")
     _check_folder(path, record.identity)
-    note_input(path, digest, record.identity)
+    check_run(path, record.covers)
+    note_input(path, digest, record.identity, record.covers)
     return digest
 
 
@@ -267,8 +299,8 @@ def check_content(path, content: Identity) -> None:
             else " from another spec") + f", but its record says {record.identity.words()}")
     _check_folder(path, content)
     if _NOW.inputs is not None:  # noted by check() already: its digest, now with this identity
-        digest, _ = _NOW.inputs.pop(str(path), (None, None))
-        note_input(path, digest or sha256(path), content)
+        digest, _, covers = _NOW.inputs.pop(str(path), (None, None, ()))
+        note_input(path, digest or sha256(path), content, covers or (content,))
 
 
 def check_rows_model(path, model: str, seed: int) -> None:
@@ -287,6 +319,96 @@ def _check_folder(path, identity: Identity | None) -> None:
     if folder is not None and identity is not None and (identity.model, identity.seed) != folder:
         raise RecordProblem(f"is the file of {identity.words()}, not of {folder[0]} seed "
                             f"{folder[1]}, whose folder it is in")
+
+
+# ---------------------------------------------------------------- this run's specs
+# A run is its models' spec.json files: training writes results/<model>/seed<N>/spec.json
+# from the config, so a file of this run covers each model with the spec digest its
+# spec.json records. The comparison is made here only (check_run), against the spec.json
+# files of the results/ folder a file is in, or against the spec files a command is given
+# (inductionlab.core.loading.run_specs).
+
+SPEC_FILE = "spec.json"
+SPEC_SHOWN = 12  # hex digits of a spec digest shown in a message
+
+
+def results_root(path) -> Path | None:
+    """The innermost ``results`` folder ``path`` lies in (as given, relative or not); None
+    when it lies in none."""
+    parts = Path(path).parts[:-1]
+    if RESULTS not in parts:
+        parts = Path(os.path.abspath(path)).parts[:-1]
+        if RESULTS not in parts:
+            return None
+    last = len(parts) - 1 - parts[::-1].index(RESULTS)
+    return Path(*parts[:last + 1])
+
+
+def model_spec_file(root, model: str, seed: int) -> Path:
+    """The spec.json of ``model`` and ``seed`` in the results folder ``root``."""
+    return Path(root) / model / f"seed{seed}" / SPEC_FILE
+
+
+class SpecFileProblem(RecordProblem):
+    """This run's spec.json of a model is not the one training wrote; the message says how
+    to write it again."""
+
+
+def spec_digest(spec_file) -> str | None:
+    """The spec digest recorded for the spec.json ``spec_file``, checked against its bytes;
+    None when there is no such file. A spec.json with no sound record, or edited since it
+    was written, is :class:`SpecFileProblem` naming it."""
+    spec_file = Path(spec_file)
+    if not spec_file.is_file():
+        return None
+    try:
+        record = read_record(spec_file)
+    except RecordProblem as err:
+        raise SpecFileProblem(f"{spec_file}: {err}; delete it and rerun snakemake, which writes "
+                              "it from config.yaml again") from None
+    if record is None or record.identity is None or sha256(spec_file) != record.sha256:
+        how = ("has no record naming its spec" if record is None or record.identity is None
+               else "was edited since it was written (its SHA-256 differs from its record's)")
+        raise SpecFileProblem(f"{spec_file} {how}, so it is not the spec training wrote; delete "
+                              "it and rerun snakemake, which writes it from config.yaml again")
+    return record.identity.spec
+
+
+def check_run(path, covers, specs: dict | None = None) -> None:
+    """Every model the file at ``path`` covers (``covers``, from its record) is of this run:
+    its spec digest is the one this run's spec.json of that model records. ``specs``: this
+    run's models, ``(model, seed) -> (spec digest, spec.json)``; by default the spec.json
+    files of the results/ folder ``path`` is in (none outside one; a model folder without a
+    spec.json is not checked). Else :class:`RecordProblem`, naming the model and the
+    spec.json (:class:`SpecFileProblem` when that spec.json is the file at fault)."""
+    root = results_root(path) if specs is None else None
+    if specs is None and root is None:
+        return
+    own = folder_identity(path)
+    for covered in covers:
+        if specs is not None:
+            digest, spec_file = specs.get((covered.model, covered.seed), (None, None))
+            if spec_file is None:
+                raise RecordProblem(f"holds {covered.words()}, which is not a model of this run "
+                                    f"(no spec.json of it among the {len(specs)} given)")
+        else:
+            spec_file = model_spec_file(root, covered.model, covered.seed)
+            if Path(os.path.abspath(spec_file)) == Path(os.path.abspath(path)):
+                continue
+            try:
+                digest = spec_digest(spec_file)
+            except SpecFileProblem as err:
+                raise SpecFileProblem(f"holds {covered.words()}, whose {err}") from None
+            if digest is None:
+                if own == (covered.model, covered.seed):
+                    continue
+                raise RecordProblem(f"holds {covered.words()}, which is not a model of this run "
+                                    f"(there is no {spec_file})")
+        if digest != covered.spec:
+            raise RecordProblem(
+                f"holds {covered.words()} from another spec (its record's spec digest "
+                f"{covered.spec[:SPEC_SHOWN]}… differs from {spec_file}'s "
+                f"{digest[:SPEC_SHOWN]}…)")
 
 
 class FileChanged(RecordProblem):

@@ -66,6 +66,32 @@ def rule_file_patterns(rules) -> list[re.Pattern]:
     return [out.regex() for rule in rules for out in rule.output if not out.is_directory]
 
 
+# the folders of the working directory a rule may write in: the results, the report, and
+# each job's log and benchmark
+WRITTEN_FOLDERS = ("results", "reports", "logs", "benchmarks")
+
+
+def rule_folder_problems(rules, folders=WRITTEN_FOLDERS) -> list[str]:
+    """One line per file or folder one of the Snakemake ``rules`` writes (an output, a log,
+    a benchmark) outside ``folders`` of the working directory: an absolute path, one that
+    climbs out (``../``) or one that starts elsewhere (a wildcard first included, since it
+    may stand for anything)."""
+    allowed = ", ".join(f"{f}/" for f in folders)
+    problems = []
+    for rule in rules:
+        benchmark = getattr(rule, "benchmark", None)
+        for what, paths in (("output", rule.output), ("log", rule.log),
+                            ("benchmark", [benchmark] if benchmark else [])):
+            for path in paths:
+                path = str(path)
+                parts = Path(os.path.normpath(path)).parts
+                if os.path.isabs(path) or len(parts) < 2 or parts[0] not in folders:
+                    problems.append(f"rule {rule.name}: its {what} {path!r} lies outside the "
+                                    f"folders the workflow writes in ({allowed}); write it under "
+                                    "results/")
+    return problems
+
+
 NAMED_COMMAND = re.compile(r"^inductionlab ([\w-]+) \{params\.paths\}")
 
 

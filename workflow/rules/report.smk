@@ -62,6 +62,8 @@ rule claims:
         roles=settings_file("roles"),
         families=f"{RESULTS}/report/families.json",
         tables=lambda w: [table_path(t) for t in AGGREGATED_TABLES],
+        # this run's models: the tables must hold exactly these, each from its spec
+        specs=per_model("spec.json"),
     output:
         claims=f"{RESULTS}/tables/claims.csv",
         scorecard=f"{RESULTS}/tables/scorecard.csv",
@@ -72,7 +74,8 @@ rule claims:
         "results/benchmarks/claims.tsv"
     shell:
         "inductionlab claims --claims-yaml {input.claims} --claims {output.claims} "
-        "--scorecard {output.scorecard} --tables {input.tables} --roles {input.roles} --families {input.families} --comparison {output.comparison} "
+        "--scorecard {output.scorecard} --tables {input.tables} --specs {input.specs} "
+        "--roles {input.roles} --families {input.families} --comparison {output.comparison} "
         "> {log} 2>&1"
 
 

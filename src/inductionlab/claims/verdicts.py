@@ -36,7 +36,7 @@ from .words import (INFINITY_NOTE, MARKS, SYMBOLS, _chance_text, _seed_text, cla
 from ..formatting.numbers import _minus, format_value
 from ..formatting.labels import minus_signs
 from ..atomic import write_csv
-from ..core.loading import read_table
+from ..core.loading import check_stacked_tables, read_table, run_specs
 
 WRITE_UP = "write_up"  # the family of the config's variants, each in the role of its name
 WRITE_UP_TITLE = "the write-up's models"
@@ -248,21 +248,26 @@ def family_comparison(card: pd.DataFrame, families: dict[str, str]) -> pd.DataFr
 
 
 def run_claims(claims_yaml, table_paths, claims_csv, scorecard_csv, roles: dict | None = None,
-               families: dict | None = None, comparison_csv=None) -> None:
+               families: dict | None = None, comparison_csv=None, specs=None) -> None:
     """Evaluate claims.yaml (``claims_yaml``: its path, or a list of it and any experiment's
     claims files) on the aggregated per-seed tables (named by file stem), for
     the write-up's family and every other family in ``families`` (name -> {title,
     models: role -> model}); ``comparison_csv``: their outcomes side by side.
 
     ``roles``: the head-role rule (``behaviour.roles`` of the config). The seeds are
-    every seed that appears in any table.
+    every seed that appears in any table. ``specs``: the spec.json of every model of this
+    run; the tables must be this run's stacked tables of exactly those models
+    (:func:`~inductionlab.core.loading.check_stacked_tables`).
     """
     main, *more = [claims_yaml] if isinstance(claims_yaml, (str, Path)) else list(claims_yaml)
     claims = with_rule_thresholds(load_claims(main, more), roles)
     settings = load_settings(main)
     families = {WRITE_UP: {"title": WRITE_UP_TITLE, "models": None},
                 **{k: v for k, v in (families or {}).items() if k != WRITE_UP}}
-    tables = Tables({Path(p).stem: read_table(p) for p in table_paths}, roles)
+    frames = [read_table(p) for p in table_paths]
+    if specs is not None:
+        check_stacked_tables(list(table_paths), frames, run_specs(specs))
+    tables = Tables({Path(p).stem: frame for p, frame in zip(table_paths, frames)}, roles)
     seeds = sorted({int(s) for t in tables.values() if "seed" in t for s in t["seed"].unique()})
     results, cards = [], []
     for name, family in families.items():

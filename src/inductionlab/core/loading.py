@@ -93,7 +93,7 @@ def _checked(path, check, *args):
         raise BadInput(path, str(err), hint=REBUILD if path.name != "spec.json" else
                        "delete it and rerun snakemake, which writes it from config.yaml again; "
                        "to change a model, edit config.yaml") from None
-    except records.Mismatch as err:
+    except (records.Mismatch, records.SpecFileProblem) as err:  # the message says what to do
         raise BadInput(path, str(err), hint=None) from None
     except records.RecordProblem as err:
         raise BadInput(path, str(err), hint=REBUILD) from None
@@ -174,6 +174,63 @@ def read_spec(path):
         raise BadInput(path, f"not a valid spec ({err})") from None
     _checked(Path(path), records.check_content, records.spec_identity(spec.to_dict()))
     return spec
+
+
+def run_specs(paths) -> dict:
+    """This run's models from their ``spec.json`` files (each read and checked as
+    :func:`read_spec` does): ``(model, seed) -> (spec digest, path)``. Two files of one
+    model and seed are :class:`BadInput`."""
+    found = {}
+    for path in map(Path, paths):
+        identity = records.spec_identity(read_spec(path).to_dict())
+        key = (identity.model, identity.seed)
+        if key in found:
+            raise BadInput(path, f"is the spec of {identity.words()}, as {found[key][1]} is; "
+                           "give each model's spec.json once", hint=None)
+        found[key] = (identity.spec, path)
+    return found
+
+
+def _models_words(pairs) -> str:
+    """'one_layer seed 0, two_layer seeds 0, 1' of ``(model, seed)`` pairs."""
+    seeds = {}
+    for model, seed in sorted(pairs):
+        seeds.setdefault(model, []).append(seed)
+    return ", ".join(f"{m} seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}"
+                     for m, s in seeds.items())
+
+
+def check_stacked_tables(paths, frames, specs: dict) -> None:
+    """The stacked tables ``paths`` (read as ``frames``) are this run's: every model their
+    records cover was made from this run's spec of it (``specs``, :func:`run_specs`), their
+    rows name only this run's models, and together they hold every one of them (a
+    per-model table, or a table of a run with fewer seeds, does not). Else
+    :class:`BadInput` naming the table, or the tables, and what differs."""
+    held = set()
+    for path, frame in zip(map(Path, paths), frames):
+        record = _checked(path, records.read_record)
+        if record is not None:
+            _checked(path, records.check_run, record.covers, specs)
+        if not {"variant", "seed"} <= set(frame.columns):
+            continue
+        named = frame[["variant", "seed"]].dropna().drop_duplicates()
+        try:
+            rows = {(str(v), int(s)) for v, s in named.itertuples(index=False)}
+        except (TypeError, ValueError):
+            raise BadInput(path, "has a seed that is not a whole number, so it is not a stacked "
+                           "table") from None
+        foreign = rows - set(specs)
+        if foreign:
+            raise BadInput(path, f"holds {_models_words(foreign)}, not a model of this run (the "
+                           f"spec.json files given are of {_models_words(specs)})", hint=REBUILD)
+        held |= rows
+    missing = set(specs) - held
+    if missing:
+        where = Path(paths[0]) if len(paths) == 1 else Path(f"--tables ({len(paths)} files)")
+        raise BadInput(where, f"hold{'s' if len(paths) == 1 else ''} rows of "
+                       f"{_models_words(held) or 'no model'} but none of {_models_words(missing)}, "
+                       f"which this run has (by its spec.json files); give the stacked tables "
+                       f"of every model, results/tables/<name>.csv", hint=None)
 
 
 def load_checkpoint(model, path, step: int | None = None) -> int:

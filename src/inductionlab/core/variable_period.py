@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .bayes_predictor import Copying, mixture_probs, target_scores
+from .bounds import FLOOR_ROWS
 from .task_kinds import CONTEXT, Floor, TaskSample, declare_task, periodic_sources, setting
 
 # the exact floor sums over every repetition pattern of a block of max_period letters
@@ -128,7 +129,7 @@ def period_mixture_floor(periods: list[int], vocab: int, T: int,
         x = torch.from_numpy(patterns[keep][:, np.arange(T) % n])  # class of every position
         prob = torch.from_numpy(prob[keep])
         pred = torch.arange(1, T) >= n  # target t = i + 1 has a source
-        for rows in torch.arange(len(x)).split(8192):
+        for rows in torch.arange(len(x)).split(FLOOR_ROWS):
             loss, correct = target_scores(mixture_probs(x[rows], hypotheses, vocab), x[rows])
             s_loss, s_correct = target_scores(
                 mixture_probs(x[rows], hypotheses, vocab, scored=True), x[rows])

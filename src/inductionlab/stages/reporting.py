@@ -56,18 +56,20 @@ def aggregate(name, long, summary, inputs, final_step=0, roles=None):
                            "claims files"),
          claims=path("output: one row per claim and seed"),
          scorecard=path("output: one row per claim"), tables=paths("aggregated per-seed tables"),
+         specs=paths("the spec.json of every model of this run: the tables must be this "
+                     "run's stacked tables of exactly these models"),
          roles=path("the head-role rule (results/settings/roles.json)"),
          families=optional_path("JSON of further model families: name -> {title, models: "
                                 "role -> model}"),
          comparison=optional_path("output: every family's outcome of each claim, side by side"))
-def claims(claims_yaml, claims, scorecard, tables, roles, families=None, comparison=None):
+def claims(claims_yaml, claims, scorecard, tables, specs, roles, families=None, comparison=None):
     from ..core.loading import read_json
     from ..claims.verdicts import run_claims
 
     rule = read_settings(roles, "roles")
     more = read_json(families, "a model families JSON") if families else None
     run_claims(claims_yaml, tables, claims, scorecard, rule, families=more,
-               comparison_csv=comparison)
+               comparison_csv=comparison, specs=specs)
 
 
 def manifest_files(document) -> list[Path]:

@@ -12,10 +12,15 @@ from ..settings import read_settings
 def write_behaviour(model, settings, completions, failure_modes, attention, head_scores, behaviour,
                     threads=1):
     from .behaviour import behaviour_results
+    from ...core.bounds import spec_behaviour_problem
     from ...core.loading import load_model
 
     config = read_settings(settings, "behaviour")
     loaded, spec = load_model(model)
+    # refused before the samples, the floor or any pass is allocated
+    problem = spec_behaviour_problem(spec, config["n_sequences"])
+    if problem:
+        raise ValueError(f"{model}: {problem}; nothing was written")
     tables, arrays = behaviour_results(loaded, spec, config, log=say)
     write_tables(tables, {"completions": completions, "failure_modes": failure_modes,
                            "head_scores": head_scores, "behaviour": behaviour})

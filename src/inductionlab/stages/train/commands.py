@@ -18,7 +18,9 @@ def train(spec, out_dir, threads, document=None):
 
     if document is not None:
         write_spec_file(spec, document)
-    train_model(read_spec(spec), out_dir, threads=threads)
+    parsed = read_spec(spec)
+    _refuse_what_cannot_fit(spec, parsed)
+    train_model(parsed, out_dir, threads=threads)
 
 
 @command("train-stacked", "train several seeds of one spec as one stacked model",
@@ -36,7 +38,9 @@ def train_stacked(specs, threads, documents=None):
             raise ValueError(f"{len(documents)} --documents for {len(specs)} --specs; give one each")
         for path, document in zip(specs, documents):
             write_spec_file(path, document)
-    train_models([read_spec(p) for p in specs], [p.parent for p in specs], threads=threads)
+    parsed = [read_spec(p) for p in specs]
+    _refuse_what_cannot_fit(specs[0], parsed[0], seeds=len(parsed))
+    train_models(parsed, [p.parent for p in specs], threads=threads)
 
 
 @command("extract-weights", "write weights.npz from model.pt",
@@ -53,6 +57,17 @@ def extract_weights(model, out, spec=None):
                          "snakemake, which trains the model from config.yaml again")
     save_weights(out, loaded, trained)
     say(f"wrote {out}")
+
+
+def _refuse_what_cannot_fit(path, spec, seeds: int = 1) -> None:
+    """Refuse, before anything is allocated, training ``seeds`` models of ``spec`` (read
+    from ``path``) at once when they would need more memory than this machine gives a
+    process (:mod:`inductionlab.core.bounds`)."""
+    from ...core.bounds import spec_training_problem
+
+    problem = spec_training_problem(spec, seeds)
+    if problem:
+        raise ValueError(f"{path}: {problem}; nothing was trained")
 
 
 def write_spec_file(out, document: str) -> None:
