@@ -263,3 +263,15 @@ def test_the_initialisation_is_recorded_in_the_spec_and_the_saved_model(tmp_path
     model, spec = load_model(tmp_path / "model.pt")
     assert (model.cfg.embedding_init, model.cfg.smear_init) == ("normal", 0.0)
     assert spec.to_dict() == document
+
+
+def test_page_one_names_no_period_for_a_model_whose_periods_were_not_tested():
+    import pandas as pd
+
+    from inductionlab.report.front_page import task_words
+
+    assert task_words(pd.Series({"task": "short", "trained_periods": ""}), 6) == "trained on short"
+    assert task_words(pd.Series({"task": "variable_period", "trained_periods": "3 4 5"}), 6) \
+        == "trained on variable_period, periods 3–5"
+    assert task_words(pd.Series({"task": "write_up", "trained_periods": ""}), 6) \
+        == "trained on write_up, period 6"
