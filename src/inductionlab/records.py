@@ -15,7 +15,8 @@ inputs cover; a stacked table names every model and seed whose rows it holds). A
   that model's ``results/<model>/seed<N>/spec.json`` holds now (the one training wrote
   from the config), so a file of another run or spec of the same model and seed, a stacked
   table among them, is refused, naming the spec.json it differs from;
-- a command about one model reads only that model's files;
+- a command about one model reads only that model's files, but for those it reads as
+  another model's on purpose (:class:`another_model`: a training run's reference);
 - a file under a ``results/`` folder with no record, or with a record that is not a small
   regular file, is not one the workflow wrote, and is refused. A file given by hand is read
   from outside ``results/``.
@@ -112,6 +113,7 @@ class _Recording:
     writer: str | None = None
     one_model: bool = False
     inputs: dict | None = None  # path -> (sha256, Identity | None, covers: tuple[Identity, ...])
+    another: bool = False  # reading another model's file on purpose (another_model)
 
 
 _NOW = _Recording()
@@ -135,12 +137,30 @@ class recording:
         return False
 
 
+class another_model:
+    """Context in which a command about one model reads another model's file on purpose
+    (a clamped training run's reference model): the file is checked as any other and
+    noted as an input, and the models it covers are covered by what the command writes,
+    but its model neither clashes with the command's model nor becomes the identity of
+    what it writes."""
+
+    def __enter__(self):
+        self.previous, _NOW.another = _NOW.another, True
+        return self
+
+    def __exit__(self, *exc):
+        _NOW.another = self.previous
+        return False
+
+
 def note_input(path, digest: str, identity: Identity | None, covers=()) -> None:
     """Note that the running command read ``path`` (``covers``: the models its record says
     it covers); a command about one model that reads files of two models or seeds is
     refused, naming both."""
     if _NOW.inputs is None:
         return
+    if _NOW.another:
+        identity = None
     if identity is not None:
         clash = _other_model_input(path, identity.model, identity.seed, identity.spec)
         if clash:

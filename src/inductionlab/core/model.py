@@ -150,10 +150,19 @@ def smear_keys(k: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
 
     k: [B, H, T, d]; alpha: [H, T_max - 1] (per position) or [H, 1] (per head).
     """
+    return mix_keys(k, torch.sigmoid(alpha))
+
+
+def mix_keys(k: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """k'_j = s_j k_j + (1 - s_j) k_{j-1} for j >= 1, k'_0 = k_0, with the gate s given.
+
+    k: [B, H, T, d]; gate: [H, T_max - 1] or [H, 1]. A gate of 0 gives key j the key of
+    position j - 1 exactly (a pure previous-token key); a gate of 1, its own key.
+    """
     t = k.shape[2]
     if t < 2:
         return k
-    s = torch.sigmoid(alpha)[:, : t - 1][None, :, :, None]  # [1, H, T-1 or 1, 1]
+    s = gate[:, : t - 1][None, :, :, None]  # [1, H, T-1 or 1, 1]
     mixed = s * k[:, :, 1:] + (1 - s) * k[:, :, :-1]
     return torch.cat([k[:, :, :1], mixed], dim=2)
 
@@ -184,6 +193,7 @@ class Intervention:
     - ``layer_inputs``: residual streams from which a layer's queries, keys and
       values are computed (e.g. keys from the embedding only: no K-composition);
     - ``use_smear``: whether a smeared layer smears its keys;
+    - ``smear_gate``: replace or edit a smeared layer's gate s = sigmoid(alpha);
     - ``pattern``: replace or edit a layer's attention pattern;
     - ``head_out``: replace or edit each head's output (zero/mean ablation).
 
@@ -200,6 +210,9 @@ class Intervention:
 
     def use_smear(self, layer: int) -> bool:
         return True
+
+    def smear_gate(self, layer: int, gate: torch.Tensor) -> torch.Tensor:
+        return gate
 
     def pattern(self, layer: int, pattern: torch.Tensor) -> torch.Tensor:
         return pattern
@@ -319,7 +332,7 @@ class AttentionOnlyTransformer(nn.Module):
             q, k, v = self._qkv(l, *intervention.layer_inputs(l, cache), cache)
             q = q + pos
             if str(l) in self.smear_alpha and intervention.use_smear(l):
-                k = smear_keys(k, self.smear_alpha[str(l)])
+                k = mix_keys(k, intervention.smear_gate(l, torch.sigmoid(self.smear_alpha[str(l)])))
             k = k + pos
             if form == "kernel":
                 z, pattern = kernel.causal_attention(q.contiguous(), k.contiguous(), v.contiguous(),

@@ -16,6 +16,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from ..atomic import atomic_path
 from ..records import spec_identity
+from .clamping import TrainingIntervention
 from .task_kinds import TaskSettingsError
 from .tasks import WRITE_UP, resolve_task, task_from_dict
 from .model import INIT_DEFAULTS, ModelConfig
@@ -37,14 +38,18 @@ class TrainSettings:
     val_seed: int
     n_checkpoints: int
     compile: str = "auto"
+    # what is clamped or frozen during training (.clamping); None: nothing, and the key
+    # is absent from the document
+    intervention: TrainingIntervention | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainSettings":
-        known = fields(cls)
+        known = [f for f in fields(cls) if f.name != "intervention"]
         missing = [f.name for f in known if f.name not in d and f.default is MISSING]
         if missing:
             raise ValueError(f"train settings are missing {missing}")
-        settings = cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d})
+        settings = cls(**{f.name: _typed(f.name, d[f.name], f.type) for f in known if f.name in d},
+                       intervention=TrainingIntervention.from_dict(d.get("intervention")))
         # what the config's schema bounds, for a spec that did not come from a config
         small = [name for name in POSITIVE if getattr(settings, name) < 1]
         if small:
@@ -97,8 +102,11 @@ class Spec:
             raise ValueError("; ".join(f"task.{key}: {why}" for key, why in err.problems)) from None
         model = ModelConfig.from_dict({**document["model"], "vocab_size": task.vocab_size,
                                        "seq_len": task.seq_len})
+        train = TrainSettings.from_dict(document["train"])
+        if train.intervention is not None and train.intervention.problem(model):
+            raise ValueError(train.intervention.problem(model))
         return cls(variant=str(document["variant"]), seed=int(document["seed"]), task=task,
-                   model=model, train=TrainSettings.from_dict(document["train"]),
+                   model=model, train=train,
                    device=str(document.get("device", "cpu")),
                    document=json.loads(json.dumps(document)))
 
@@ -151,9 +159,18 @@ def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | No
         "seed": int(seed),
         "task": task_document,
         "model": model,
-        "train": dict(config["train"]),
+        "train": train_settings(config, derived),
         "device": config.get("device", "cpu"),
     }
+
+
+def train_settings(config: dict, derived: "DerivedModel | None" = None) -> dict:
+    """A spec's ``train`` block: the config's, and the ``intervention`` of a derived model
+    that has one (written only then)."""
+    train = dict(config["train"])
+    if derived and derived.intervention:
+        train["intervention"] = dict(derived.intervention)
+    return train
 
 
 def model_name_problem(name: str) -> str | None:
@@ -180,23 +197,36 @@ class DerivedModel:
 
     base: str
     changes: tuple[tuple[str, object], ...]
+    # what its training clamps or freezes: the spec's train.intervention (.clamping), as
+    # (key, value) pairs; empty: nothing
+    intervention: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, config: dict, name: str, base: str, changes: dict) -> "DerivedModel":
+    def of(cls, config: dict, name: str, base: str, changes: dict,
+           intervention: dict | None = None) -> "DerivedModel":
         """Checked against the config: the base exists, the name is new, every changed
-        field is a model field and the result is a valid model. Raises ValueError."""
+        field is a model field and the result is a valid model (with a valid intervention
+        for it, if any). Raises ValueError."""
         if name in config["variants"]:
             raise ValueError(f"model {name!r} is already a variant of the config; choose another name")
         if base not in config["variants"]:
             raise ValueError(f"model {name!r}: base variant {base!r} is not in config 'variants' "
                              f"{sorted(config['variants'])}")
-        if not changes:
+        if not changes and not intervention:
             raise ValueError(f"model {name!r}: no field of {base!r} is changed, so it is {base!r}")
         problem = model_name_problem(name)
         if problem:
             raise ValueError(f"model {name!r}: {problem}")
-        derived = cls(base, tuple(sorted(changes.items())))
-        model_config(make_spec(config, name, 0, derived))  # unknown field or bad value: ValueError
+        if isinstance(intervention, TrainingIntervention):
+            intervention = intervention.to_dict()
+        derived = cls(base, tuple(sorted(changes.items())),
+                      tuple(sorted((intervention or {}).items())))
+        try:  # unknown field or bad value: ValueError
+            model_config(make_spec(config, name, 0, derived))
+        except ValueError as err:
+            if not intervention:
+                raise
+            raise ValueError(f"model {name!r}: {err}") from None
         return derived
 
 

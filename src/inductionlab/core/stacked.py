@@ -84,6 +84,10 @@ def train_stacked(specs: list, out_dirs: list, threads: int = 1, log=None) -> li
     if any(s.without_seed() != specs[0].without_seed() for s in specs):
         raise ValueError("stacked training needs specs that differ only in their seed: "
                          f"{[s.variant for s in specs]}")
+    if specs[0].train.intervention is not None:
+        raise ValueError(f"train.intervention: {specs[0].variant} is trained with "
+                         f"{specs[0].train.intervention.label}, which stacked training does not "
+                         "take; train its seeds one by one (seeds_per_job: 1)")
     log, device, val = _setup(specs[0], threads, log)
     tcfg, task = specs[0].train, specs[0].task
     seeds = [s.seed for s in specs]

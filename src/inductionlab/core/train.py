@@ -21,6 +21,8 @@ from .compile_policy import compile_lock, loss_function, should_compile
 from .resume import ResumeState, adam_moments, restore_adam, resume_key
 from .spec import Spec
 from .task_kinds import training_tokens
+from .clamping import (NEEDS_REFERENCE, UNCLAMPED, FrozenLayer, clamp_for, clamped_loss_function,
+                       evaluate_clamped, file_digest, load_reference)
 
 
 class TrainingDiverged(RuntimeError):
@@ -54,7 +56,8 @@ def device_name(device: torch.device) -> str:
 TRAIN_LOG = declare_table(
     "train_log", ["variant", "seed", "step", "train_loss", "val_loss_all", "val_loss_pred",
                   "val_acc_pred", "elapsed_s", "device", "torch"],
-    keys=["step"], more=r"val_loss_pos\d+", units={r"(train|val)_loss\w*": NATS})
+    keys=["step"], more=r"val_loss_pos\d+|val_(loss_all|loss_pred|acc_pred)_unclamped",
+    units={r"(train|val)_loss\w*": NATS})
 
 
 def _log_row(spec: Spec, step: int, train_loss: float, metrics: dict, elapsed: float,
@@ -74,11 +77,17 @@ def optimizer(params, lr: float, weight_decay: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
 
 
-def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer) -> torch.Tensor:
-    """One AdamW step on ``loss``; returns the detached loss (no host sync)."""
+def train_step(loss: torch.Tensor, opt: torch.optim.Optimizer,
+               frozen: FrozenLayer | None = None) -> torch.Tensor:
+    """One AdamW step on ``loss``, the ``frozen`` layer's weights kept as they are;
+    returns the detached loss (no host sync)."""
     opt.zero_grad(set_to_none=True)
     loss.backward()
+    if frozen is not None:
+        frozen.before_update()
     opt.step()
+    if frozen is not None:
+        frozen.after_update()
     return loss.detach()
 
 
@@ -92,6 +101,7 @@ class _SeedRun:
         self.to_save = set(checkpoint_steps(self.steps, spec.train.n_checkpoints))
         self.rows: list[dict] = []
         self.resume = ResumeState(out_dir, resume_key(spec, mode))
+        self.clamp = None  # a clamped run's Clamp: validated with and without it
         for path in self.resume.prepare():
             log(f"[{self.name}] removed {path}, left by a killed or changed run")
 
@@ -120,12 +130,19 @@ class _SeedRun:
         was_training = model.training
         model.eval()
         metrics = evaluate(model, self.val)
+        unclamped = ""
+        if self.clamp is not None:  # the clamped model's metrics; its own weights' alongside
+            alone, metrics = metrics, evaluate_clamped(model, self.clamp, self.val)
+            unclamped = f"  unclamped pred {alone['loss_pred']:.4f} acc {alone['acc_pred']:.3f}"
         model.train(was_training)
-        self.rows.append(_log_row(self.spec, step, loss, metrics, elapsed, self.val.tokens.device))
+        row = _log_row(self.spec, step, loss, metrics, elapsed, self.val.tokens.device)
+        if self.clamp is not None:
+            row.update({column: alone[key] for key, column in UNCLAMPED.items()})
+        self.rows.append(row)
         eta = elapsed / max(step, 1) * (self.steps - step)
         self.log(f"[{self.name}] step {step:>6}/{self.steps}  train {loss:.4f}  "
                  f"val all {metrics['loss_all']:.4f}  pred {metrics['loss_pred']:.4f}  "
-                 f"acc {metrics['acc_pred']:.3f}  {elapsed:6.1f}s  eta {eta:6.1f}s")
+                 f"acc {metrics['acc_pred']:.3f}{unclamped}  {elapsed:6.1f}s  eta {eta:6.1f}s")
 
     def save_state(self, step: int, model, moments: dict, batch_gen, elapsed: float) -> None:
         self.resume.save(step, {"model": model.state_dict(), "adam": moments,
@@ -201,28 +218,49 @@ def _setup(spec: Spec, threads: int, log):
 # against ~10-25 ms saved per step on a CPU; see benchmarks/train_speed.py).
 
 
-def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) -> dict:
+def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None,
+          reference: str | Path | None = None) -> dict:
     """Train the model described by ``spec`` and write its outputs to ``out_dir``.
 
     Writes ``model.pt`` (config, spec and final state), ``train_log.csv`` (one row
     per validation step) and ``checkpoints/step{N:06d}.pt``. Every file appears
     under its final name only once it is complete. Returns the last log row.
     Batches are sampled on the CPU (the same numbers on every device) and moved.
-    ``spec``: a :class:`Spec`, or its JSON document.
+    ``spec``: a :class:`Spec`, or its JSON document. ``reference``: the trained model.pt
+    that a clamp to a trained reference (``train.intervention``, :mod:`.clamping`) takes
+    its activations from; no other spec takes one.
     """
     spec = Spec.of(spec)
+    setting = spec.train.intervention
+    needs = setting is not None and setting.needs_reference
+    if needs != (reference is not None):
+        raise ValueError(NEEDS_REFERENCE if needs else
+                         f"--reference {reference}: {spec.name} is trained without a clamp to a "
+                         "trained model (train.intervention), so it takes no reference; leave it out")
     log, device, val = _setup(spec, threads, log)
     tcfg, task, seed = spec.train, spec.task, spec.seed
     model = build_model(spec.model, seed).to(device)
+    mode = "single"
+    clamp = frozen = None
+    if setting is not None and setting.kind == "clamp":
+        ref = load_reference(reference, spec).to(device) if needs else None
+        clamp = clamp_for(setting, spec.model, ref)
+        if needs:  # a changed reference file never resumes a run clamped to another
+            mode = f"single reference {file_digest(reference)}"
+    elif setting is not None:
+        frozen = FrozenLayer(model, 0)
     attention = choose_attention(model, device, log)
     opt = optimizer(model.parameters(), tcfg.lr, tcfg.weight_decay)
     batch_gen = generator(seed, "train-batches")
-    compiled = should_compile(tcfg.compile, tcfg.steps, device)
-    loss_fn = loss_function(model, compiled, log)
+    # a clamp holds new activations for every batch: its step runs eagerly
+    compiled = should_compile(tcfg.compile, tcfg.steps, device) and clamp is None
+    loss_fn = clamped_loss_function(model, clamp) if clamp else loss_function(model, compiled, log)
     log(f"[{spec.name}] {model.n_params()} parameters, {tcfg.steps} steps, "
         f"batch {tcfg.batch_size}, device {device}, {torch.get_num_threads()} thread(s), "
-        f"{attention} attention{', compiled' if compiled else ''}")
-    run = _SeedRun(spec, out_dir, val, log, mode="single")
+        f"{attention} attention{', compiled' if compiled else ''}"
+        + (f", {setting.label}" + (f" ({reference})" if needs else "") if setting else ""))
+    run = _SeedRun(spec, out_dir, val, log, mode=mode)
+    run.clamp = clamp
     elapsed0 = 0.0
     first, state = run.newest(run.resume.steps())
     saved = state is not None
@@ -245,7 +283,7 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None) ->
             break
         tokens = training_tokens(task, tcfg.batch_size, batch_gen).to(device)
         with compile_lock(spec, device, log) if compiled and step == first else contextlib.nullcontext():
-            train_loss = train_step(loss_fn(tokens), opt)
+            train_loss = train_step(loss_fn(tokens), opt, frozen)
         first_bad = first_non_finite(first_bad, train_loss, step)
     last = run.finish(model)
     log(f"[{run.name}] done in {time.perf_counter() - start:.1f}s"

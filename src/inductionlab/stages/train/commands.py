@@ -11,8 +11,11 @@ from ..documents import _json_document
          out_dir=path("folder for model.pt, train_log.csv, checkpoints/"),
          document=text("the spec as JSON text, checked and written to --spec before training "
                        "(the workflow's way: no process of its own for a JSON file)"),
+         reference=optional_path("the trained model.pt a clamp to a trained reference takes its "
+                                 "activations from (train.intervention: {kind: clamp, reference: "
+                                 "trained}): the same model and seed"),
          threads=THREADS)
-def train(spec, out_dir, threads, document=None):
+def train(spec, out_dir, threads, document=None, reference=None):
     from ...core.loading import read_spec
     from ...core.train import train as train_model
 
@@ -20,7 +23,7 @@ def train(spec, out_dir, threads, document=None):
         write_spec_file(spec, document)
     parsed = read_spec(spec)
     _refuse_what_cannot_fit(spec, parsed)
-    train_model(parsed, out_dir, threads=threads)
+    train_model(parsed, out_dir, threads=threads, reference=reference)
 
 
 @command("train-stacked", "train several seeds of one spec as one stacked model",
