@@ -94,6 +94,9 @@ def check_semantics(config: dict) -> list[str]:
         if bad:
             problems.append(f"{where}.smear_layers: layer(s) {bad} do not exist with "
                             f"n_layers = {spec['n_layers']} (layers are 0-based)")
+        if "smear_init" in spec and not spec["smear_layers"]:
+            problems.append(f"{where}.smear_init: it starts the smear weights of smeared layers, "
+                            "and smear_layers is empty; remove it or name the smeared layers")
     problems += tasks_problems(config)
     problems += stage_problems(config)
     return problems or memory_problems(config)

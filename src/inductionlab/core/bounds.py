@@ -37,9 +37,10 @@ def sequence_length(task: dict) -> int:
 
 
 def _shape(variant: dict, task: dict) -> tuple[int, int, int, int, int]:
-    """(T, V, D, H, L): sequence length, vocabulary, width, heads and layers."""
-    return (sequence_length(task), task["vocab_size"], variant["d_model"], variant["n_heads"],
-            variant["n_layers"])
+    """(T, V, D, H, L): sequence length (the variant's own ``context`` where it sets one),
+    vocabulary, width, heads and layers."""
+    return (variant.get("context") or sequence_length(task), task["vocab_size"],
+            variant["d_model"], variant["n_heads"], variant["n_layers"])
 
 
 def sample_bytes(n_sequences: int, seq_len: int) -> int:
@@ -105,7 +106,7 @@ def training_problem(who: str, variant: dict, task: dict, train: dict,
     if available is None or need <= max(available, asked):
         return None
     parts = training_floats(variant, task, train)
-    seeds, T = train.get("seeds_per_job", 1), sequence_length(task)
+    seeds, T = train.get("seeds_per_job", 1), _shape(variant, task)[0]
     if seeds > 1 and training_bytes(variant, task, {**train, "seeds_per_job": 1}) <= available:
         key, what = "train.seeds_per_job", f"{seeds} seeds at once"
     elif parts["step"] >= parts["validation"] + parts["sample"]:

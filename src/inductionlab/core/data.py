@@ -88,9 +88,11 @@ def sample_sequences(n: int, task: TaskConfig, gen: torch.Generator) -> torch.Te
     return repeat_blocks(sample_blocks(n, task, gen), task.n_blocks)
 
 
-def control_sample(n: int, task: TaskConfig, seed: int) -> torch.Tensor:
+def control_sample(n: int, task, seed: int) -> torch.Tensor:
     """The positional control: ``n`` sequences of ``seq_len`` letters drawn uniformly and
-    independently (no repeated block), from the generator (seed, "control-sample")."""
+    independently (no repeated block), from the generator (seed, "control-sample");
+    ``task``: any kind (its letters and context are read), the model's own task where the
+    control is paired with the model's task sample."""
     return torch.randint(0, task.vocab_size, (n, task.seq_len), generator=generator(seed, "control-sample"))
 
 

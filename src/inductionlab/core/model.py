@@ -9,6 +9,7 @@ Shapes (row-vector convention, as in TransformerLens):
                       (a fixed buffer for the sinusoidal forms, a parameter for ``learned``)
     smear_alpha[l]    [H, T-1] (per position) or [H, 1] (per head), for smeared layers
 
+T is the model's context (``seq_len``, its n_ctx): its task's sequence length.
 There is no LayerNorm, MLP or bias. The positional table enters only the
 attention scores; the residual stream carries token information only.
 
@@ -31,6 +32,15 @@ from .seeding import generator
 
 POS_ENCODINGS = ("original", "standard", "learned")
 SMEAR_FORMS = ("per_position", "per_head")
+# How W_E starts: "uniform", the original code's (a bias-free nn.Linear on one-hot letters:
+# U(-1/sqrt(V), 1/sqrt(V))); "normal", PyTorch's nn.Embedding (N(0, 1))
+EMBEDDING_INITS = ("uniform", "normal")
+# the largest |smear_init|: sigmoid(20) is 1 - 2e-9, past which the smear weight's
+# gradient vanishes and the weight cannot move
+SMEAR_INIT_LIMIT = 20.0
+# The initialisation settings at their defaults (the original code's): a config that does
+# not set them describes the same model, and its documents do not name them
+INIT_DEFAULTS = {"embedding_init": "uniform", "smear_init": 1.0}
 
 
 @dataclass(frozen=True)
@@ -43,9 +53,19 @@ class ModelConfig:
     pos_encoding: str = "original"
     smear_layers: tuple[int, ...] = ()
     smear_form: str = "per_position"
+    embedding_init: str = "uniform"
+    smear_init: float = 1.0  # every smear logit's starting value (the weight is its sigmoid)
 
     def __post_init__(self):
         object.__setattr__(self, "smear_layers", tuple(int(l) for l in self.smear_layers))
+        problem = init_problem("embedding_init", self.embedding_init) or init_problem(
+            "smear_init", self.smear_init)
+        if problem:
+            raise ValueError(problem)
+        object.__setattr__(self, "smear_init", float(self.smear_init))
+        if self.smear_init != INIT_DEFAULTS["smear_init"] and not self.smear_layers:
+            raise ValueError(f"smear_init={self.smear_init!r} starts the smear weights of "
+                             "smeared layers, and smear_layers is empty")
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "seq_len"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -70,7 +90,10 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        """The fields as JSON values; an initialisation setting at its default is left out
+        (the document of a model that does not set it is as it always was)."""
+        d = {k: v for k, v in asdict(self).items()
+             if k not in INIT_DEFAULTS or v != INIT_DEFAULTS[k]}
         d["smear_layers"] = list(self.smear_layers)
         return d
 
@@ -81,6 +104,20 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model field(s) {unknown}; allowed: {sorted(known)}")
         return cls(**d)
+
+
+def init_problem(key: str, value) -> str | None:
+    """What is wrong with ``value`` for initialisation setting ``key`` (one line naming
+    what is allowed), or None."""
+    if key == "embedding_init":
+        if value not in EMBEDDING_INITS:
+            return f"embedding_init={value!r}; allowed: {', '.join(EMBEDDING_INITS)}"
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or abs(value) > SMEAR_INIT_LIMIT:
+        return (f"smear_init={value!r}; allowed: a number from {-SMEAR_INIT_LIMIT:g} to "
+                f"{SMEAR_INIT_LIMIT:g} (the smear logit's starting value; its sigmoid is the weight)")
+    return None
 
 
 def sinusoidal_table(seq_len: int, d: int, form: str = "original") -> torch.Tensor:
@@ -220,7 +257,8 @@ class AttentionOnlyTransformer(nn.Module):
         self.W_U = nn.Parameter(torch.empty(D, V))
         alpha_len = T - 1 if cfg.smear_form == "per_position" else 1
         self.smear_alpha = nn.ParameterDict(
-            {str(l): nn.Parameter(torch.ones(H, alpha_len)) for l in cfg.smear_layers}
+            {str(l): nn.Parameter(torch.full((H, alpha_len), cfg.smear_init))
+             for l in cfg.smear_layers}
         )
         table = sinusoidal_table(T, d, cfg.pos_encoding)
         if cfg.pos_encoding == "learned":  # trained like every weight (and weight-decayed)
@@ -229,7 +267,11 @@ class AttentionOnlyTransformer(nn.Module):
             self.register_buffer("pos", table, persistent=True)
         # fan_in of the equivalent nn.Linear: one-hot input (V) for the embedding,
         # D for Q/K/V and the unembedding, H*d = D for the output projection.
-        _uniform_(self.W_E, V, gen)
+        if cfg.embedding_init == "normal":
+            with torch.no_grad():
+                self.W_E.normal_(0.0, 1.0, generator=gen)
+        else:
+            _uniform_(self.W_E, V, gen)
         for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
             _uniform_(w, D, gen)
         _uniform_(self.W_U, D, gen)

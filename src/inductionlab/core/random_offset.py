@@ -63,6 +63,11 @@ class RandomOffset:
         return TaskSample(tokens, periodic_sources(torch.full((n,), self.block_len), starts,
                                                    self.seq_len))
 
+    @property
+    def shortest_context(self) -> int:
+        """The fewest tokens that hold two copies of the block after the longest prefix."""
+        return self.max_offset + 2 * self.block_len
+
     def hypotheses(self) -> list[Copying]:
         """Offset r copies the letter ``block_len`` back from token r + block_len on."""
         return [Copying(self.block_len, r + self.block_len) for r in range(self.max_offset + 1)]

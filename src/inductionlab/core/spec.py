@@ -19,7 +19,7 @@ from ..records import spec_identity
 from .clamping import TrainingIntervention
 from .task_kinds import TaskSettingsError
 from .tasks import WRITE_UP, resolve_task, task_from_dict
-from .model import ModelConfig
+from .model import INIT_DEFAULTS, ModelConfig
 
 SPEC_KEYS = ("variant", "seed", "task", "model", "train")
 
@@ -135,14 +135,23 @@ class Spec:
 
 def make_spec(config: dict, variant: str, seed: int, derived: "DerivedModel | None" = None) -> dict:
     """The spec of model ``variant`` at ``seed`` from a validated config (defaults filled):
-    a variant of the config, or ``derived`` from one."""
+    a variant of the config, or ``derived`` from one.
+
+    The model's ``context`` (its context length, when it sets one) is its task's sequence
+    length: the spec records it in the task document (``seq_len``), and the model's n_ctx
+    follows the task. An initialisation setting at its default (``embedding_init:
+    uniform``, ``smear_init: 1``) is left out, so a model that does not set it has the
+    spec, and the digest, it always had."""
     base = derived.base if derived else variant
     if base not in config["variants"]:
         raise KeyError(f"variant {base!r} is not in config 'variants': {sorted(config['variants'])}")
     model = dict(config["variants"][base]) | (dict(derived.changes) if derived else {})
     task = model.pop("task", WRITE_UP)
+    context = model.pop("context", None)
+    model = {k: v for k, v in model.items()
+             if k not in INIT_DEFAULTS or isinstance(v, bool) or v != INIT_DEFAULTS[k]}
     try:
-        task_document = resolve_task(config, task)
+        task_document = resolve_task(config, task, context)
     except ValueError as err:
         raise ValueError(f"model {variant!r}: {err}") from None
     return {
@@ -182,8 +191,9 @@ def model_name_problem(name: str) -> str | None:
 @dataclass(frozen=True)
 class DerivedModel:
     """A model an experiment trains: the config's variant ``base`` with ``changes`` to its
-    model fields (for example ``pos_encoding: learned``, or ``task: variable_period``: a
-    task of the config's ``tasks:``)."""
+    model fields (for example ``pos_encoding: learned``, ``task: variable_period``: a
+    task of the config's ``tasks:``, ``context: 48``: its context length, or
+    ``embedding_init: normal``)."""
 
     base: str
     changes: tuple[tuple[str, object], ...]

@@ -6,7 +6,8 @@ gen)`` returning a :class:`TaskSample` and ``floor()`` returning what the task's
 predictors reach (:class:`Floor`: the all-target predictor on the predictable targets and
 on every target, and the predictor told which targets are scored) and ``bayes_probs``, that
 predictor on given sequences. Every kind shares the letters and the context of the
-write-up's task (``vocab_size``, ``seq_len``). The kinds shipped: ``repeated_block`` (the
+write-up's task (``vocab_size``, ``seq_len``), except that a model may set its own context
+(:func:`with_context`) on a kind whose sequence length is a setting. The kinds shipped: ``repeated_block`` (the
 write-up's, :mod:`.data`), ``variable_period`` (:mod:`.variable_period`) and
 ``random_offset`` (:mod:`.random_offset`); an experiment declares its own in its folder.
 
@@ -23,11 +24,12 @@ A task in a spec or a config is a JSON document ``{"name", "kind", ...settings}`
 """
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 from . import data, random_offset, variable_period  # noqa: F401 - each declares its kind
 from .data import TaskConfig
-from .task_kinds import _KINDS, SHARED, TaskSettingsError, setting_problems
+from .task_kinds import (_KINDS, CONTEXT, SHARED, TaskSettingsError, _integer_problem,
+                         setting_problems)
 
 WRITE_UP = "write_up"  # the name of the config's ``task:`` (the write-up's task)
 
@@ -94,12 +96,56 @@ def task_document(task, name: str) -> dict:
     return {"name": name, "kind": task.kind, **asdict(task)}
 
 
-def resolve_task(config: dict, name: str) -> dict:
+def with_context(task, context):
+    """``task`` with sequences of ``context`` tokens: a model's own context length (a model
+    setting, ``context``). A kind whose sequence length is a setting (``seq_len``:
+    variable_period, random_offset) takes any length that holds two copies of its longest
+    period (``shortest_context``, where the kind says it) up to :data:`CONTEXT`; a kind
+    whose length follows from its other settings (the write-up's repeated_block: block_len
+    x n_blocks) takes only that length. Raises ValueError, one line saying what is allowed."""
+    problem = _integer_problem(context, 2, CONTEXT)
+    if problem:
+        raise ValueError(f"{problem} (the context length: a whole number of tokens)")
+    if "seq_len" not in {f.name for f in fields(task)}:
+        if context == task.seq_len:
+            return task
+        raise ValueError(f"{context} tokens: task kind {task.kind!r} fixes its sequence length "
+                         f"by its own settings ({task.seq_len} tokens); a context length applies "
+                         "to a kind with a seq_len setting, such as variable_period")
+    shortest = getattr(task, "shortest_context", 2)
+    if context < shortest:
+        raise ValueError(f"{context} tokens do not hold two copies of the longest period of "
+                         f"task kind {task.kind!r}; allowed: {shortest} to {CONTEXT}")
+    task = replace(task, seq_len=context)
+    problems = task.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    return task
+
+
+def out_of_context(n_ctx: int, task, name: str = WRITE_UP) -> str | None:
+    """Why a model whose context is ``n_ctx`` tokens cannot be measured on ``task`` (named
+    ``name``; by default the write-up's, whose prompts are completed to its sequence
+    length), or None. A model reads any sequence up to its context, so one with a longer
+    context than the task's reads the task's sequences as they are."""
+    if n_ctx >= task.seq_len:
+        return None
+    return (f"not measured: the model's context of {n_ctx} tokens is shorter than the "
+            f"{task.seq_len}-token sequences of task {name}")
+
+
+def resolve_task(config: dict, name: str, context=None) -> dict:
     """The full document of task ``name`` of a validated config: the write-up's task
     (:data:`WRITE_UP`) or an entry of ``tasks:``, with the shared letters and context of
-    the write-up's task. Raises ValueError naming an unknown task."""
+    the write-up's task, or the model's own ``context`` (:func:`with_context`). Raises
+    ValueError naming an unknown task or a context the task cannot take."""
     write_up = TaskConfig.from_dict(config["task"])
     if name == WRITE_UP:
+        if context is not None:
+            try:
+                with_context(write_up, context)
+            except ValueError as err:
+                raise ValueError(f"context: {err}") from None
         return task_document(write_up, WRITE_UP)
     tasks = config.get("tasks") or {}
     if name not in tasks:
@@ -112,7 +158,9 @@ def resolve_task(config: dict, name: str) -> dict:
         raise TaskSettingsError([(key, f"every task shares the write-up's letters and context, "
                                        f"set in task: (vocab_size {write_up.vocab_size}, "
                                        f"{write_up.seq_len} tokens: block_len x n_blocks); "
-                                       "remove it from the task") for key in given])
+                                       "remove it from the task"
+                                       + ("; a variant sets its own context length with context:"
+                                          if key == "seq_len" else "")) for key in given])
     kind = find_kind(document.get("kind"))
     document.update({k: v for k, v in shared.items() if k in {f.name for f in fields(kind)}})
     task = task_from_dict(document)
@@ -120,6 +168,11 @@ def resolve_task(config: dict, name: str) -> dict:
         raise ValueError(f"its sequences are {task.seq_len} tokens of {task.vocab_size} letters; "
                          f"every task shares the write-up's {write_up.seq_len} tokens of "
                          f"{write_up.vocab_size} letters (the models' context)")
+    if context is not None:
+        try:
+            task = with_context(task, context)
+        except ValueError as err:
+            raise ValueError(f"context: {err}") from None
     return task_document(task, name)
 
 
@@ -142,4 +195,12 @@ def tasks_problems(config: dict) -> list[str]:
         if task != WRITE_UP and task not in (config.get("tasks") or {}):
             problems.append(f"variants.{name}.task: {task!r} is neither {WRITE_UP!r} nor one of "
                             f"tasks: {sorted(config.get('tasks') or {})}")
+        elif "context" in spec:
+            try:
+                resolve_task(config, task, spec["context"])
+            except TaskSettingsError:
+                pass  # the task's own entry is bad: said above
+            except ValueError as err:
+                if str(err).startswith("context: "):
+                    problems.append(f"variants.{name}.{err}")
     return problems

@@ -70,6 +70,11 @@ class VariablePeriod:
     def periods(self) -> list[int]:
         return list(range(self.min_period, self.max_period + 1))
 
+    @property
+    def shortest_context(self) -> int:
+        """The fewest tokens that hold two copies of the longest period."""
+        return 2 * self.max_period
+
     def bayes_probs(self, tokens: torch.Tensor, scored: bool = False) -> torch.Tensor:
         """The Bayes predictor on ``tokens`` [B, T]: float64 [B, T, V], row i the distribution
         of token i + 1 given tokens[:i + 1] (see :mod:`.bayes_predictor`; ``scored``: told also

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..core.tasks import WRITE_UP as WRITE_UP_TASK
 from ..stages.readings.readings import PERIOD, split_offsets
 from ..claims.verdicts import (NOT_MEASURED_ANY, NOT_REPLICATED, OUTCOMES, ROBUST, SEED_DEPENDENT,
                                TOO_CLOSE_ANY, outcome)
@@ -78,6 +79,8 @@ def task_words(reading: pd.Series | None, block_len: int) -> str:
     if reading is None:
         return ""
     task = str(reading.get("task") or "") if not pd.isna(reading.get("task")) else ""
+    if task and task != WRITE_UP_TASK and not split_offsets(reading.get("trained_periods")):
+        return f"trained on {task}"  # no period tested: its context is shorter than the test's
     what = periods_phrase(trained_of(reading, block_len))
     return f"trained on {task}, {what}" if task else f"trained on {what}"
 

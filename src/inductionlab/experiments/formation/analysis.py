@@ -34,7 +34,8 @@ Per model (metric, value, low, high, note), each value as its own stage measured
   decided phase_change table, which the answers read.
 
 A model with one layer has no later layer to compose into: those rows are NaN, with the
-reason in ``note``.
+reason in ``note``. So are a model's ``write_up_*`` rows, and its ``period_test`` row stands
+for the period test, where its context is shorter than the write-up's sequences.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ import re
 
 import pandas as pd
 
+from ...core.tasks import WRITE_UP
 from ...stages.behaviour.behaviour import FLOOR_PREFIX, WRITE_UP_PREFIX
 from ...stages.dynamics.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
 from ...stages.dynamics.phase_change import PHASE_CHANGE
@@ -57,6 +59,10 @@ def _row(metric, value, low=NAN, high=NAN, note=""):
 
 
 _PERIOD_ROWS = re.compile(r"^period\d+_(acc|trained|task_acc)$")
+# why a model has no row measured on the write-up's task (the period test included)
+SHORT_CONTEXT = ("its context is shorter than the write-up's sequences, on which the "
+                 "period test and the write-up's task are measured")
+PERIOD_TEST = "period_test"  # a row of no value that says why no period was tested
 
 
 def _behaviour_rows(behaviour: pd.DataFrame) -> list[dict]:
@@ -66,6 +72,15 @@ def _behaviour_rows(behaviour: pd.DataFrame) -> list[dict]:
     names += [n for n in by.index if str(n).startswith(f"{WRITE_UP_PREFIX}{FLOOR_PREFIX}")]
     rows = [_row(name, by.loc[name, "value"], by.loc[name, "low"], by.loc[name, "high"])
             for name in dict.fromkeys(names) if name in by.index]
+    # a model of another task was measured on the write-up's too, unless its context is
+    # shorter than the write-up's sequences (the behaviour stage leaves those rows out)
+    on_write_up = str(by.loc["loss_pred"].get("task", WRITE_UP)) == WRITE_UP
+    if not on_write_up and f"{WRITE_UP_PREFIX}loss_pred" not in by.index:
+        rows += [_row(f"{WRITE_UP_PREFIX}{name}", NAN, note=SHORT_CONTEXT)
+                 for name in ("loss_pred", "acc_pred")]
+        if not any(_PERIOD_ROWS.match(str(n)) for n in by.index):
+            rows.append(_row(PERIOD_TEST, NAN, note=SHORT_CONTEXT))
+        return rows
     for name in ("loss_pred", "acc_pred"):  # the same model on the write-up's task
         source = f"{WRITE_UP_PREFIX}{name}" if f"{WRITE_UP_PREFIX}{name}" in by.index else name
         r = by.loc[source]

@@ -45,7 +45,7 @@ from ...claims.verdicts import combine
 from ...claims.words import SOLVES, verdict_text
 from ...formatting.numbers import format_value, number, ranges_phrase
 from ...stages.dynamics.dynamics import COINCIDENCE, INDUCTION_FIT, LOSS_FIT
-from .analysis import keys_left_metric
+from .analysis import PERIOD_TEST, keys_left_metric
 
 HALF = 0.5  # a share of the content part left: at most this, the head removed is needed
 
@@ -110,7 +110,8 @@ def _period_verdict(seed: _Seed, question: str, lengths: list[int]) -> dict:
     """Solved when every length's accuracy is at least SOLVES over its whole interval; the
     value is the lowest accuracy, the note its length and the task predictor's accuracy."""
     if not lengths:
-        return _verdict(question, NOT_MEASURED, note="no such period tested")
+        return _verdict(question, NOT_MEASURED,
+                        note=seed.note(PERIOD_TEST) or "no such period tested")
     accs = {n: seed.estimate(f"period{n}_acc") for n in lengths}
     n = min(accs, key=lambda k: accs[k].value)
     low = accs[n]

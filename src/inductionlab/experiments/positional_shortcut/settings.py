@@ -38,6 +38,15 @@ def check_settings(settings: dict, config: dict) -> list[str]:
     elif config["variants"][settings["base_variant"]].get("pos_encoding") == "learned":
         problems.append(f"{where}.base_variant: {settings['base_variant']!r} already has a learned "
                         "table; choose a fixed-table variant")
+    # the study completes the write-up's prompts to its sequence length: a model must read it
+    for key, names in (("base_variant", [settings["base_variant"]]), ("compare", settings["compare"])):
+        for name in names:
+            context = (config["variants"].get(name) or {}).get("context")
+            if context is not None and context < task.seq_len:
+                problems.append(f"{where}.{key}: variant {name!r} has a context of {context} "
+                                f"tokens, shorter than the write-up's {task.seq_len}-token "
+                                "sequences the study completes its prompts to; choose a variant "
+                                "whose context is at least that long")
     for k, prompt in enumerate(settings["prompts"]):
         try:
             check_prompt(prompt, task)

@@ -39,6 +39,7 @@ from ...analysis.roles import INDUCTION, content_column, control_column
 from ...analysis.uncertainty import bootstrap_interval, interval_columns, percentile_interval
 from ...core.metrics import per_token_loss, pooled_units, task_metrics
 from ...core.data import TaskConfig, control_sample
+from ...core.tasks import out_of_context
 
 # ---------------------------------------------------------------- interventions
 
@@ -375,8 +376,12 @@ def model_ablations(model, spec, behaviour: dict, settings: dict,
     n_run = sum(not a.skipped for a in ablations)
     log(f"[{spec.name}] {n_run} ablation(s) + baseline on "
         f"{behaviour['n_sequences']} sequences; {len(ablations) - n_run} skipped")
+    unread = out_of_context(model.cfg.seq_len, task)
+    if unread:  # suite_acc is NaN: no prompt is completed
+        log(f"[{spec.name}] the prompt suite's accuracy (suite_acc) is {unread}")
+        prompts = []
     sample, distinct = evaluation_samples(spec.task, behaviour["n_sequences"], behaviour["eval_seed"])
-    control = control_sample(behaviour["n_sequences"], task, behaviour["eval_seed"])
+    control = control_sample(behaviour["n_sequences"], spec.task, behaviour["eval_seed"])
     frame, arrays = ablation_table(model, ablations, task, sample, distinct, prompts,
                                    behaviour["roles"]["local_window"],
                                    log=lambda msg: log(f"[{spec.name}] {msg}"), control=control,

@@ -9,6 +9,7 @@ is split (a prompt's heatmaps are one figure per layer). The limits are
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -159,6 +160,15 @@ def prompt_figure_names(k: int, prompt: str, n_layers: int) -> dict[int, str]:
             for l in range(n_layers)}
 
 
+def not_measured_figure(title: str, why: str):
+    """A figure that holds only its title and why it shows nothing."""
+    fig, ax = plt.subplots(figsize=(6, 1.6))
+    ax.axis("off")
+    ax.set_title(title)
+    ax.text(0.5, 0.5, textwrap.fill(why, 70), ha="center", va="center", transform=ax.transAxes)
+    return fig
+
+
 def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Path]:
     """Mean-pattern, offset-profile and per-prompt figures of one model's attention.npz.
 
@@ -167,7 +177,10 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     """
     out_dir = Path(out_dir)
     arrays = open_npz(attention_npz, "an attention.npz",
-                      ["mean_pattern_L0", "offset_profile_L0", "prompts", "prompt_tokens"])
+                      ["mean_pattern_L0", "offset_profile_L0", "prompts"])
+    unread = str(arrays["prompts_not_measured"]) if "prompts_not_measured" in arrays else None
+    if unread is None and "prompt_tokens" not in arrays:
+        arrays = open_npz(attention_npz, "an attention.npz", ["prompt_tokens"])
     n_layers = sum(k.startswith("mean_pattern_L") for k in arrays)
     written = []
     means = [arrays[f"mean_pattern_L{l}"] for l in range(n_layers)]
@@ -183,6 +196,11 @@ def write_attention_figures(attention_npz, out_dir, title: str = "") -> list[Pat
     forced = arrays.get("prompt_teacher_forced", np.zeros(len(prompts), dtype=bool))
     for k, prompt in enumerate(prompts):
         for l, name in prompt_figure_names(k, prompt, n_layers).items():
+            if unread is not None:  # the model cannot read the prompt's sequence: say why
+                save(not_measured_figure(f"{title} layer {l} on {prompt}", unread),
+                     out_dir / name)
+                written.append(out_dir / name)
+                continue
             fig = prompt_figure(arrays[f"prompt_pattern_L{l}"][k], arrays["prompt_tokens"][k],
                                 int(lengths[k]), l, title, bool(forced[k]))
             path = out_dir / name

@@ -39,12 +39,12 @@ from ...core.decoding import greedy_complete
 from ...core.seeding import generator
 from .settings import behaviour_settings_problems
 from ...core.formats import NATS, declare_table
-from .failure_modes import blocks_with_pattern, failure_modes
+from .failure_modes import FAILURE_MODES, blocks_with_pattern, failure_modes
 from .measures import (Measure, completion_accuracy, immediate_repeats, in_prompt, mean_measure,
                        measure_table, rate_measure)
 from .period_test import period_measures, shared_prefix_fits, shared_prefix_measures
 from ...core.metrics import per_token_loss, pooled_units, task_metrics
-from ...core.tasks import WRITE_UP
+from ...core.tasks import WRITE_UP, out_of_context
 
 # completions.csv: one row per prompt of the suite; behaviour.csv: one row per measure
 # (:func:`behaviour_results`), its 95 % interval beside it.
@@ -100,7 +100,7 @@ def prompt_suite(model, prompts: list[str], task: TaskConfig, write_up: list[dic
             "immediate_repeat_rate": immediate_repeats(seq, len(prompt)).float().mean().item(),
             "share_in_prompt": in_prompt(seq, len(prompt)).float().mean().item(),
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(COMPLETIONS.columns[2:]))  # variant, seed: the caller's
 
 
 def random_prompt_summary(model, task: TaskConfig, n: int, lengths: list[int], seed: int) -> dict:
@@ -317,6 +317,36 @@ def distinct_letters(sample: TaskSample, vocab_size: int, gen: torch.Generator) 
     return out
 
 
+def write_up_measures(model, own, task: TaskConfig, settings: dict, on_write_up: bool,
+                      log=lambda msg: None, name: str = "") -> dict[str, Measure]:
+    """What :func:`behaviour_results` measures on the write-up's ``task`` besides the prompt
+    suite and the failure modes: a model trained on another task (``own``) on the write-up's
+    sample (``write_up_*``, with ``own``'s Bayes predictor on it), then
+    :func:`random_prompt_measures`, :func:`period_measures` and
+    :func:`shared_prefix_measures`."""
+    measures, seed = {}, settings["eval_seed"]
+    prefix_len = settings["shared_prefix_len"]
+    if not on_write_up:  # the same model on the write-up's task
+        write_up, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
+        with torch.no_grad():
+            on_task = sequence_measures(model(write_up.tokens), write_up)
+        measures.update({f"{WRITE_UP_PREFIX}{k}": on_task[k] for k in WRITE_UP_METRICS})
+        # the trained task's Bayes predictor on the same sample, on its predictable targets
+        losses, correct = target_scores(own.bayes_probs(write_up.tokens), write_up.tokens)
+        mask = write_up.predictable
+        measures.update({f"{WRITE_UP_PREFIX}{FLOOR_PREFIX}{k}": mean_measure(pooled_units(v, mask))
+                         for k, v in (("loss_pred", losses), ("acc_pred", correct))})
+    measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
+                                           settings["random_prompt_lengths"], seed))
+    measures.update(period_measures(model, task, settings["period_lengths"],
+                                    settings["n_sequences"], seed, own=own))
+    if not shared_prefix_fits(task, prefix_len):
+        log(f"[{name}] no first-or-nearest prompts: {2 * task.block_len - prefix_len} letters "
+            f"and {2 * task.block_len + prefix_len} tokens do not fit the task")
+    measures.update(shared_prefix_measures(model, task, prefix_len, settings["n_random_prompts"], seed))
+    return measures
+
+
 def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tuple[dict, dict]:
     """The behaviour stage's results for one model: ``(tables, arrays)``.
 
@@ -343,24 +373,36 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
     if problems:
         raise ValueError("; ".join(problems))
     seed = settings["eval_seed"]
-    periods, prefix_len = settings["period_lengths"], settings["shared_prefix_len"]
 
     log(f"[{name}] scoring heads on {settings['n_sequences']} sequences of its task "
         f"({spec.task_name})")
     sample, distinct = evaluation_samples(own, settings["n_sequences"], settings["eval_seed"])
-    control = control_sample(settings["n_sequences"], task, settings["eval_seed"])
+    control = control_sample(settings["n_sequences"], own, settings["eval_seed"])
     scores, means, logits = head_score_table(model, sample, distinct,
                                              settings["roles"]["local_window"], return_logits=True,
                                              control_tokens=control, intervals=True,
                                              seed=settings["eval_seed"])
 
-    log(f"[{name}] prompt suite")
-    completions = prompt_suite(model, prompts, task,
-                               [p.get("write_up", {}) for p in settings["prompts"]], spec.variant)
-    prompt_arrays = prompt_attention(model, list(completions["prompt"]),
-                                     list(completions["completion"]), task)
+    # the write-up's prompts and sequences are task.seq_len tokens: a model with a shorter
+    # context is measured on its own task only (the rest is left out, not measured)
+    unread = out_of_context(model.cfg.seq_len, task)
+    if unread:
+        log(f"[{name}] prompt suite, write-up's task, random prompts, period test, "
+            f"first-or-nearest prompts and failure modes {unread}")
+        completions = prompt_suite(model, [], task)
+        # the suite's prompts, each figure saying why it has no pattern
+        prompt_arrays = {"prompts": np.array([p.upper() for p in prompts]),
+                         "prompts_not_measured": np.array(unread)}
+    else:
+        log(f"[{name}] prompt suite")
+        completions = prompt_suite(model, prompts, task,
+                                   [p.get("write_up", {}) for p in settings["prompts"]],
+                                   spec.variant)
+        prompt_arrays = prompt_attention(model, list(completions["prompt"]),
+                                         list(completions["completion"]), task)
 
-    log(f"[{name}] random prompts, period test, first-or-nearest prompts and failure modes")
+    if not unread:
+        log(f"[{name}] random prompts, period test, first-or-nearest prompts and failure modes")
     measures = sequence_measures(logits, sample)
     # the own task's floors, exact; the bound of a predictor judged on the scored targets
     # only where it differs from the all-target Bayes predictor's
@@ -372,32 +414,20 @@ def behaviour_results(model, spec, settings: dict, log=lambda msg: None) -> tupl
         floors.update(scored)
     measures.update({f"{FLOOR_PREFIX}{k}": Measure(float(v)) for k, v in floors.items()})
     own_metrics = list(measures)
-    if not on_write_up:  # the same model on the write-up's task
-        write_up, _ = evaluation_samples(task, settings["n_sequences"], settings["eval_seed"])
-        with torch.no_grad():
-            on_task = sequence_measures(model(write_up.tokens), write_up)
-        measures.update({f"{WRITE_UP_PREFIX}{k}": on_task[k] for k in WRITE_UP_METRICS})
-        # the trained task's Bayes predictor on the same sample, on its predictable targets
-        losses, correct = target_scores(own.bayes_probs(write_up.tokens), write_up.tokens)
-        mask = write_up.predictable
-        measures.update({f"{WRITE_UP_PREFIX}{FLOOR_PREFIX}{k}": mean_measure(pooled_units(v, mask))
-                         for k, v in (("loss_pred", losses), ("acc_pred", correct))})
-    measures.update(random_prompt_measures(model, task, settings["n_random_prompts"],
-                                           settings["random_prompt_lengths"], seed))
-    measures.update(period_measures(model, task, periods, settings["n_sequences"], seed, own=own))
-    if not shared_prefix_fits(task, prefix_len):
-        log(f"[{name}] no first-or-nearest prompts: {2 * task.block_len - prefix_len} letters "
-            f"and {2 * task.block_len + prefix_len} tokens do not fit the task")
-    measures.update(shared_prefix_measures(model, task, prefix_len, settings["n_random_prompts"], seed))
-    failures = failure_modes(model, task, settings["failure_samples"],
-                             settings["failure_prompt_len"], seed)
-
+    if unread:
+        failures = pd.DataFrame(columns=list(FAILURE_MODES.columns[2:]))  # variant, seed: tidy's
+    else:
+        measures.update(write_up_measures(model, own, task, settings, on_write_up, log, name))
+        failures = failure_modes(model, task, settings["failure_samples"],
+                                 settings["failure_prompt_len"], seed)
     arrays = dict(prompt_arrays)
     for l, mean in enumerate(means):
         arrays[f"mean_pattern_L{l}"] = mean.numpy()
         arrays[f"offset_profile_L{l}"] = offset_profile(mean).numpy()
 
     def tidy(frame):
+        if frame.empty:
+            return pd.DataFrame(columns=[*ident, *frame.columns])
         return pd.concat([pd.DataFrame([ident] * len(frame)), frame.reset_index(drop=True)], axis=1)
 
     worst = failures.sort_values("error_mass", ascending=False).head(3)

@@ -75,6 +75,7 @@ from ...core.data import TaskConfig, control_sample, sample_sequences
 from ...core.seeding import generator
 from ...core.weights import model_arrays
 from ...core.metrics import per_token_loss
+from ...core.tasks import out_of_context
 
 DYNAMICS_COLUMNS = ["variant", "seed", "step", "metric", "layer", "head", "position", "value"]
 PHASE_COLUMNS = ["variant", "seed", "metric", "shape", "verdict", "direction", "midpoint",
@@ -281,10 +282,16 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     n = min(dynamics_settings["n_sequences"], behaviour_settings["n_sequences"])
     write_up = TaskConfig.from_dict(behaviour_settings["task"])
     sample, distinct = evaluation_samples(task, behaviour_settings["n_sequences"], eval_seed)
-    control = control_sample(behaviour_settings["n_sequences"], write_up, eval_seed)
+    control = control_sample(behaviour_settings["n_sequences"], task, eval_seed)
     # a prefix: the behaviour stage's sequences
     sample, distinct, control = sample[:n], distinct[:n], control[:n]
     per_token = loss_tokens(write_up, dynamics_settings["eval_size"], eval_seed)
+    # a model whose context is shorter than the write-up's sequences has no per-token
+    # losses on them: its file holds no checkpoint, and the PCA no row of it
+    unread = out_of_context(model.cfg.seq_len, write_up)
+    if unread:
+        log(f"[{meta['variant']} seed {meta['seed']}] per-token losses on the write-up's "
+            f"task {unread}")
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
 
@@ -294,17 +301,21 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
         model.eval()
         frame = checkpoint_metrics(model, sample, distinct, local_window, meta, control)
         frames.append(frame.assign(step=step))
-        with torch.no_grad():
-            losses.append(per_token_loss(model(per_token), per_token).numpy().astype(np.float32))
-        steps.append(step)
+        if not unread:
+            with torch.no_grad():
+                losses.append(per_token_loss(model(per_token), per_token).numpy()
+                              .astype(np.float32))
+            steps.append(step)
         log(f"[{meta['variant']} seed {meta['seed']}] step {step:>6}: "
             f"{_checkpoint_line(frame, layers)}")
     frame = pd.concat(frames, ignore_index=True)
     frame = (pd.concat([frame, best_induction_rows(frame, fit_layers(frame, layers))],
                        ignore_index=True)
              .sort_values("step", kind="stable").assign(**meta))
+    shape = (0, *per_token.shape[:1], per_token.shape[1] - 1)
     return frame[DYNAMICS_COLUMNS], {"steps": np.array(steps, dtype=np.int64),
-                                     "losses": np.stack(losses),
+                                     "losses": (np.stack(losses) if losses
+                                                else np.zeros(shape, dtype=np.float32)),
                                      "tokens": per_token.numpy()}, layers
 
 

@@ -70,10 +70,12 @@ def per_token_loss_pca(paths) -> pd.DataFrame:
             raise ValueError(f"{path}: its per-token evaluation set differs from that of "
                              f"{reference[0]}; rerun the dynamics stage with one config")
         n = len(data["steps"])
-        blocks.append(data["losses"].reshape(n, -1))
+        blocks.append(data["losses"].reshape(n, int(np.prod(data["losses"].shape[1:]))))
         ids += [(data["meta"]["variant"], int(data["meta"]["seed"]), int(s)) for s in data["steps"]]
     if not blocks:
         raise ValueError("no per_token_losses.npz given")
+    if len(ids) < 2:  # no two checkpoints on the evaluation set (a model of a shorter context has none)
+        return pd.DataFrame(ids, columns=["variant", "seed", "step"]).reindex(columns=PCA_COLUMNS)
     scores, ratio, _ = pca(np.concatenate(blocks), 2)
     frame = pd.DataFrame(ids, columns=["variant", "seed", "step"])
     frame["PC1"], frame["PC2"] = scores[:, 0], scores[:, 1]

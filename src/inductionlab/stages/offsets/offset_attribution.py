@@ -44,7 +44,7 @@ from ...core.metrics import pooled_units
 from ...analysis.roles import ANTI_COPYING, OV_ROLES, ROLES_COLUMN, split_roles
 from ...analysis.uncertainty import bootstrap_interval
 from ...core.model import NO_INTERVENTION
-from ...core.data import TaskConfig, control_sample
+from ...core.data import control_sample
 
 PROFILE_COLUMNS = ["variant", "seed", "component", "kind", "layer", "head", "role", "sample",
                    "source", "offset", "value", "low", "high", "n"]
@@ -391,7 +391,7 @@ def offset_results(model, spec, behaviour_settings: dict, algorithms: dict, role
     n = int(behaviour_settings["n_sequences"])
     own = evaluation_samples(task, n, seed)[0]
     samples = {"task": own.tokens,
-               "control": control_sample(n, TaskConfig.from_dict(behaviour_settings["task"]), seed)}
+               "control": control_sample(n, task, seed)}
     ident = {"variant": spec.variant, "seed": spec.seed}
     rows = []
     for sample, tokens in samples.items():
