@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inductionlab.analysis import formation_law as law
-from inductionlab.analysis.formation_law import (ABOVE, BELOW, CONTAINS, NOT_COMPARED, STEPS,
+from inductionlab.claims import formation_law as law
+from inductionlab.claims.formation_law import (ABOVE, BELOW, CONTAINS, NOT_COMPARED, STEPS,
                                                  TOKENS, clocks_sentence, compare_with_bound,
                                                  law_band, law_fits, law_midpoints, law_sentence,
                                                  least_squares_line, on_both_clocks, too_wide)

@@ -38,7 +38,6 @@ the values put back after it, which undoes AdamW's weight decay too.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import torch
@@ -352,39 +351,3 @@ class FrozenLayer:
             p[self.layer].copy_(value)
         for p, value in zip(self.whole, self.saved[n:]):
             p.copy_(value)
-
-
-# ------------------------------------------------------------------ the reference file
-
-def load_reference(path, spec):
-    """The trained reference of ``spec`` from its ``model.pt``: the same model (shape,
-    vocabulary, context length, positions, smear) and the same seed, trained without an
-    intervention; :class:`~inductionlab.core.loading.BadInput` in one line otherwise."""
-    from .. import records
-    from .loading import BadInput, load_model
-
-    with records.another_model():  # another model's file, read on purpose
-        reference, trained = load_model(path)
-    if trained.model != spec.model:
-        mine, theirs = spec.model.to_dict(), trained.model.to_dict()
-        diff = ", ".join(f"{k}={theirs[k]!r} (not {mine[k]!r})" for k in mine if mine[k] != theirs[k])
-        raise BadInput(path, f"is another model than {spec.name}'s ({diff}); give the "
-                       "reference model.pt of the same model and seed", hint=None)
-    if trained.seed != spec.seed:
-        raise BadInput(path, f"is seed {trained.seed}, not seed {spec.seed}; give the "
-                       "reference model.pt of the same seed", hint=None)
-    if trained.train.intervention is not None:
-        raise BadInput(path, f"was trained with an intervention ({trained.train.intervention.label}); "
-                       "a reference is a model trained without one", hint=None)
-    for p in reference.parameters():
-        p.requires_grad_(False)
-    return reference
-
-
-def file_digest(path) -> str:
-    """The SHA-256 of a file's bytes (what a resumed run's key holds of its reference)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -162,6 +162,28 @@ def load_model(path, device="cpu"):
     return model.to(device).eval(), spec
 
 
+def load_reference(path, spec):
+    """The trained reference of ``spec`` from its ``model.pt``: the same model (shape,
+    vocabulary, context length, positions, smear) and the same seed, trained without an
+    intervention; :class:`~inductionlab.core.loading.BadInput` in one line otherwise."""
+    with records.another_model():  # another model's file, read on purpose
+        reference, trained = load_model(path)
+    if trained.model != spec.model:
+        mine, theirs = spec.model.to_dict(), trained.model.to_dict()
+        diff = ", ".join(f"{k}={theirs[k]!r} (not {mine[k]!r})" for k in mine if mine[k] != theirs[k])
+        raise BadInput(path, f"is another model than {spec.name}'s ({diff}); give the "
+                       "reference model.pt of the same model and seed", hint=None)
+    if trained.seed != spec.seed:
+        raise BadInput(path, f"is seed {trained.seed}, not seed {spec.seed}; give the "
+                       "reference model.pt of the same seed", hint=None)
+    if trained.train.intervention is not None:
+        raise BadInput(path, f"was trained with an intervention ({trained.train.intervention.label}); "
+                       "a reference is a model trained without one", hint=None)
+    for p in reference.parameters():
+        p.requires_grad_(False)
+    return reference
+
+
 def read_spec(path):
     """The parsed ``spec.json`` at ``path`` (a :class:`~inductionlab.core.spec.Spec`)."""
     from .spec import Spec

@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .. import atomic
+from .. import atomic, records
 from .data import validation_set
-from .loading import MODEL_FILE, checkpoint_name, checkpoint_steps, non_finite, save_model
+from .loading import (MODEL_FILE, checkpoint_name, checkpoint_steps, load_reference, non_finite,
+                      save_model)
 from .metrics import evaluate
 from .formats import NATS, declare_table
 from .model import build_model, choose_attention
@@ -22,7 +23,7 @@ from .resume import ResumeState, adam_moments, restore_adam, resume_key
 from .spec import Spec
 from .task_kinds import training_tokens
 from .clamping import (NEEDS_REFERENCE, UNCLAMPED, FrozenLayer, clamp_for, clamped_loss_function,
-                       evaluate_clamped, file_digest, load_reference)
+                       evaluate_clamped)
 
 
 class TrainingDiverged(RuntimeError):
@@ -246,7 +247,7 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None,
         ref = load_reference(reference, spec).to(device) if needs else None
         clamp = clamp_for(setting, spec.model, ref)
         if needs:  # a changed reference file never resumes a run clamped to another
-            mode = f"single reference {file_digest(reference)}"
+            mode = f"single reference {records.sha256(reference)}"
     elif setting is not None:
         frozen = FrozenLayer(model, 0)
     attention = choose_attention(model, device, log)

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..claims.metrics import Estimate, decide
+from .metrics import Estimate, decide
 from ..formatting.numbers import number
-from .uncertainty import HOLDS, NOT_MEASURED, RESAMPLES, TOO_CLOSE, percentile_interval, \
+from ..analysis.uncertainty import HOLDS, NOT_MEASURED, RESAMPLES, TOO_CLOSE, percentile_interval, \
     resample_counts, t_quantile
 
 STEPS, TOKENS = "steps", "tokens"
