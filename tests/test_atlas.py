@@ -11,8 +11,9 @@ import yaml
 
 from helpers import TINY_CONFIG, snakemake_command
 from inductionlab.config import ConfigError, validate_experiment
-from inductionlab.experiments.atlas.analysis import (CHANGES_COLUMNS, POINTS_COLUMNS, atlas_changes,
-                                                     atlas_law, atlas_points)
+from inductionlab.experiments.atlas.analysis import (CHANGES_COLUMNS, POINTS_COLUMNS, atlas_band,
+                                                     atlas_changes, atlas_law, atlas_midpoints,
+                                                     atlas_points, atlas_sentences)
 from inductionlab.experiments.atlas.settings import (atlas_tasks, check_settings, grid_points,
                                                      model_changes)
 from inductionlab.experiments import available
@@ -94,7 +95,7 @@ def _grid(points):
     return [p.to_dict() | {"task": "atlas_periods3to8"} for p in points]
 
 
-def test_the_tables_recover_a_quadratic_law_and_a_doubled_midpoint():
+def test_the_tables_recover_a_quadratic_law_and_a_doubled_midpoint(tmp_path):
     s = settings(contexts=[12, 16, 24, 32], variants=["two_layer"], control=None, inits=["uniform"],
                  interventions=[{"kind": "clamp", "part": "A", "reference": "handbuilt"}])
     grid = grid_points(s, CONFIG)
@@ -124,6 +125,17 @@ def test_the_tables_recover_a_quadratic_law_and_a_doubled_midpoint():
     assert law.loc[("induction_content", "tokens"), "slope"] == pytest.approx(steps["slope"] + 1)
     assert law.loc[("induction_content", "tokens"), "verdict"] == "not compared"
 
+    words = atlas_sentences(law.reset_index(), ["two_layer"]).iloc[0]
+    assert words["variant"] == "atlas_two_layer" and "α = 2.0" in words["text"]
+    assert "the interval holds 2" in words["text"] and "on tokens seen" in words["text"]
+
+    from inductionlab.experiments.atlas.plots import midpoints_figure
+    from inductionlab.formatting.plots import save
+
+    figure = tmp_path / "atlas.png"
+    save(midpoints_figure(atlas_midpoints(points, 10_000, 64), atlas_band(points, 10_000, 64)), figure)
+    assert figure.stat().st_size > 10_000
+
     changes = atlas_changes(points)
     assert list(changes.columns) == CHANGES_COLUMNS and len(changes) == 1
     row = changes.iloc[0]
@@ -144,7 +156,7 @@ def test_a_change_without_a_head_has_no_ratio():
     assert math.isnan(row["ratio"]) and row["formed"] == "0 of 1" and "1 of 1 seeds" in row["note"]
 
 
-TABLES = ("points", "law", "band", "changes")
+TABLES = ("points", "midpoints", "law", "band", "changes", "sentences")
 
 
 @pytest.mark.slow
@@ -161,7 +173,8 @@ def test_a_tiny_atlas_runs_to_its_tables(tmp_path):
                           {"kind": "freeze", "part": "layer0"}]}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     targets = [f"results/tables/atlas_{name}.csv" for name in TABLES]
-    run = subprocess.run(snakemake_command(tmp_path, "--cores", "2", *targets),
+    figure = "results/figures/study/atlas_midpoints.png"
+    run = subprocess.run(snakemake_command(tmp_path, "--cores", "2", *targets, figure),
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     log = (tmp_path / "logs/train/atlas_two_layer_clampA_trained/seed1.log").read_text()
@@ -173,12 +186,14 @@ def test_a_tiny_atlas_runs_to_its_tables(tmp_path):
     assert list(points.columns) == POINTS_COLUMNS
     assert list(points["model"].unique()) == models and len(points) == 2 * len(models)
     assert sorted(points["context"].unique()) == [12, 16, 24]
-    law = pd.read_csv(tmp_path / targets[1])
+    law = pd.read_csv(tmp_path / targets[2])
     assert set(zip(law["quantity"], law["clock"])) == {
         (q, c) for q in ("induction_content", "loss_pred") for c in ("steps", "tokens")}
     assert law["sentence"].str.len().gt(0).all()
-    changes = pd.read_csv(tmp_path / targets[3])
+    changes = pd.read_csv(tmp_path / targets[4])
     assert list(changes["model"]) == models[4:]
+    assert list(pd.read_csv(tmp_path / targets[5])["variant"]) == ["atlas_two_layer"]
+    assert (tmp_path / figure).stat().st_size > 0
     # the trained clamp read the same seed's unclamped model at the reference context
     spec = yaml.safe_load((tmp_path / "results/atlas_two_layer_clampA_trained/seed0/spec.json").read_text())
     assert spec["train"]["intervention"] == {"kind": "clamp", "part": "A", "reference": "trained"}

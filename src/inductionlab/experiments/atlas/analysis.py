@@ -21,8 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...analysis.formation_law import (CONTENT, LOSS, law_band, law_fits, law_midpoints,
-                                       on_both_clocks)
+from ...analysis.formation_law import (BOUND_CLOCK, CONTENT, LOSS, MIDPOINT_COLUMNS, clocks_sentence,
+                                       law_band, law_fits, law_midpoints, on_both_clocks)
 from ...analysis.uncertainty import mean_interval
 from ...stages.dynamics.dynamics import INDUCTION_FIT, LOSS_FIT
 
@@ -33,6 +33,7 @@ POINTS_COLUMNS = (POINT_KEYS
                   + [f"content_{c}" for c in FIT_COLUMNS] + [f"loss_{c}" for c in FIT_COLUMNS]
                   + ["formed", "acc_pred", "acc_pred_low", "acc_pred_high", "floor_acc_pred",
                      "above_floor", "content_ratio", "note"])
+SENTENCE_COLUMNS = ["variant", "base", "metric", "text"]
 CHANGES_COLUMNS = ["variant", "model", "change", "init", "intervention", "n_seeds", "ratio",
                    "ratio_low", "ratio_high", "shapes", "formed", "note"]
 
@@ -122,8 +123,10 @@ def law_input(points: pd.DataFrame, steps: int) -> pd.DataFrame:
 
 
 def atlas_midpoints(points: pd.DataFrame, steps: int, batch_size: int) -> pd.DataFrame:
-    """The law's midpoints on both clocks (optimiser steps; tokens = steps × batch × T)."""
-    return on_both_clocks(law_midpoints(law_input(points, steps)), batch_size)
+    """The law's midpoints on both clocks (optimiser steps; tokens = steps × batch × T):
+    :data:`~inductionlab.analysis.formation_law.MIDPOINT_COLUMNS` and ``note``."""
+    both = on_both_clocks(law_midpoints(law_input(points, steps)), batch_size)
+    return both[MIDPOINT_COLUMNS + ["note"]]
 
 
 def atlas_law(points: pd.DataFrame, steps: int, batch_size: int, seed: int = 0) -> pd.DataFrame:
@@ -165,3 +168,27 @@ def atlas_changes(points: pd.DataFrame) -> pd.DataFrame:
                      "shapes": _counted(mine["content_shape"], n),
                      "formed": f"{int((mine['formed'] == 1.0).sum())} of {n}", "note": note})
     return pd.DataFrame(rows, columns=CHANGES_COLUMNS)
+
+
+def sentence_key(variant: str) -> str:
+    """The ``variant`` of a variant's row in the table of sentences (a page-1 highlight
+    reads ``{atlas_<variant>:sentence}``)."""
+    return f"atlas_{variant}"
+
+
+def atlas_sentences(law: pd.DataFrame, variants) -> pd.DataFrame:
+    """One sentence per variant, for page 1: the law of its head's content part on both
+    clocks (:func:`clocks_sentence`), then the verdict against the bound on the bound's
+    clock in the law's own words (``sentence``: no stronger than the interval)."""
+    rows = []
+    for variant in variants:
+        mine = law[(law["variant"] == variant) & (law["quantity"] == CONTENT)]
+        on_bound = mine[mine["clock"] == BOUND_CLOCK]
+        if mine.empty or on_bound.empty:
+            text = f"{variant}: no midpoint of its head to fit a law to"
+        else:
+            text = (f"{variant}, midpoint of {clocks_sentence(law, variant, CONTENT)}. "
+                    f"On {BOUND_CLOCK}: {on_bound['sentence'].iloc[0]}")
+        rows.append({"variant": sentence_key(variant), "base": variant, "metric": "sentence",
+                     "text": text})
+    return pd.DataFrame(rows, columns=SENTENCE_COLUMNS)

@@ -11,6 +11,7 @@
 # config["experiments"]["atlas"] (schema.yaml); words: prose.yaml.
 import json
 
+from inductionlab.experiments.atlas.analysis import sentence_key
 from inductionlab.experiments.atlas.settings import atlas_tasks, grid_points, model_changes, task_name
 
 AT = config["experiments"]["atlas"]
@@ -23,11 +24,15 @@ AT_MODELS = [p.model for p in AT_GRID]
 AT_GRID_JSON = json.dumps({"points": [p.to_dict() | {"task": task_name(AT, p.context)} for p in AT_GRID],
                            "steps": config["train"]["steps"],
                            "batch_size": config["train"]["batch_size"]}, sort_keys=True)
-AT_TABLES = {name: f"{RESULTS}/tables/atlas_{name}.csv" for name in ("points", "law", "band", "changes")}
+AT_TABLES = {name: f"{RESULTS}/tables/atlas_{name}.csv"
+             for name in ("points", "midpoints", "law", "band", "changes", "sentences")}
+AT_FIGURE = f"{RESULTS}/figures/study/atlas_midpoints.png"
+AT_VARIANTS = list(AT["variants"])
 
 
 localrules:
     atlas_tables,
+    atlas_figure,
 
 
 rule atlas_tables:
@@ -48,6 +53,66 @@ rule atlas_tables:
         "inductionlab atlas-tables {params.paths} --grid {params.grid:q} > {log} 2>&1"
 
 
+rule atlas_figure:
+    input:
+        midpoints=AT_TABLES["midpoints"],
+        band=AT_TABLES["band"],
+    output:
+        figure=AT_FIGURE,
+    params:
+        paths=named_paths,
+    log:
+        "logs/atlas/figure.log",
+    benchmark:
+        "results/benchmarks/atlas/figure.tsv"
+    shell:
+        command_line("atlas-figure")
+
+
 @published
 def atlas_outputs():
-    return list(AT_TABLES.values())
+    return list(AT_TABLES.values()) + [AT_FIGURE]
+
+
+AT_COUNTS = {role: sum(p.role == role for p in AT_GRID) for role in ("context", "init", "intervention", "control")}
+AT_WORDS = section_prose("prose.yaml", variant="", variants=AT_VARIANTS, contexts=AT["contexts"],
+                         reference=AT["reference_context"], control=AT["control"],
+                         inits=AT["inits"], counts=AT_COUNTS, n_models=len(AT_GRID),
+                         n_seeds=len(SEEDS), min_period=AT["min_period"],
+                         max_period=AT["max_period"], batch_size=config["train"]["batch_size"])
+
+report_section(
+    name="atlas",
+    title=AT_WORDS["title"],
+    scope="study",
+    order=85,
+    text=AT_WORDS["text"],
+    figures=[{"path": AT_FIGURE, "caption": AT_WORDS["figure"]}],
+    tables=[
+        {"path": AT_TABLES["law"], "caption": AT_WORDS["law_table"],
+         "columns": ["variant", "quantity", "clock", "sentence"]},
+        {"path": AT_TABLES["changes"], "caption": AT_WORDS["changes_table"],
+         "columns": ["variant", "change", "init", "intervention", "n_seeds", "ratio", "ratio_low",
+                     "ratio_high", "shapes", "formed", "note"]},
+        {"path": AT_TABLES["points"], "caption": AT_WORDS["points_table"],
+         "columns": ["model", "seed", "content_midpoint", "content_span", "content_shape",
+                     "loss_midpoint", "loss_span", "loss_shape", "formed", "acc_pred",
+                     "floor_acc_pred"]},
+        {"path": AT_TABLES["points"], "caption": AT_WORDS["intervals_table"], "appendix": True,
+         "columns": ["model", "seed", "content_midpoint_low", "content_midpoint_high",
+                     "content_span_low", "content_span_high", "content_verdict",
+                     "loss_midpoint_low", "loss_midpoint_high", "loss_span_low", "loss_span_high",
+                     "loss_verdict", "acc_pred_low", "acc_pred_high", "above_floor", "note"]},
+    ],
+)
+
+# the law, one sentence per variant, from the table of sentences: on page 1
+for _variant in AT_VARIANTS:
+    report_highlight(AT_TABLES["sentences"],
+                     section_prose("prose.yaml", variant=sentence_key(_variant), variants=AT_VARIANTS,
+                                   contexts=AT["contexts"], reference=AT["reference_context"],
+                                   control=AT["control"], inits=AT["inits"], counts=AT_COUNTS,
+                                   n_models=len(AT_GRID), n_seeds=len(SEEDS),
+                                   min_period=AT["min_period"], max_period=AT["max_period"],
+                                   batch_size=config["train"]["batch_size"])["highlight"],
+                     front=True)
