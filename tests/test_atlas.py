@@ -200,3 +200,21 @@ def test_a_tiny_atlas_runs_to_its_tables(tmp_path):
     assert spec["task"]["seq_len"] == 24
     short = yaml.safe_load((tmp_path / "results/atlas_two_layer_T12/seed0/spec.json").read_text())
     assert (short["task"]["seq_len"], short["task"]["max_period"]) == (12, 6)
+
+
+def test_the_cost_grows_with_the_context_and_is_printed_as_an_estimate():
+    from inductionlab.config import CONFIG_NOTES
+    from inductionlab.experiments.atlas.cost import ANALYSES_S, point_seconds
+
+    config = copy.deepcopy(CONFIG) | {"seeds": [0, 1, 2], "train": {"steps": 10_000, "batch_size": 256}}
+    s = settings()
+    seconds = point_seconds(s, config)
+    assert set(seconds) == {p.model for p in grid_points(s, config)}
+    train = {m: v - ANALYSES_S for m, v in seconds.items()}
+    assert train["atlas_two_layer_T48"] > 2 * train["atlas_two_layer_T24"] > 4 * train["atlas_two_layer_T12"]
+    # an intervened model trains uncompiled: dearer than its unclamped twin
+    assert train["atlas_two_layer_clampA_trained"] > train["atlas_two_layer_T24"]
+    assert train["atlas_two_layer_T24"] > train["atlas_one_layer_smeared_T24"]
+    lines = CONFIG_NOTES["atlas"](s, config)
+    assert "an estimate" in lines[0] and "26 models x 3 seed(s)" in lines[1]
+    assert f"{sum(seconds.values()) * 3:,.0f} CPU seconds" in lines[1]
