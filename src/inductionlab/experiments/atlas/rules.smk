@@ -10,6 +10,7 @@
 # period) are registered here, into tasks:, before its models. Settings:
 # config["experiments"]["atlas"] (schema.yaml); words: prose.yaml.
 import json
+import shlex
 
 from inductionlab.experiments.atlas.analysis import sentence_key
 from inductionlab.experiments.atlas.settings import atlas_tasks, grid_points, model_changes, task_name
@@ -43,14 +44,15 @@ rule atlas_tables:
     output:
         **AT_TABLES,
     params:
-        paths=named_paths,
-        grid=AT_GRID_JSON,
+        # the named paths, then the grid (a parameter: a changed grid reruns the tables)
+        paths=lambda wildcards, input, output: (named_paths(wildcards, input, output)
+                                                + f" --grid {shlex.quote(AT_GRID_JSON)}"),
     log:
         "logs/atlas/tables.log",
     benchmark:
         "results/benchmarks/atlas/tables.tsv"
     shell:
-        "inductionlab atlas-tables {params.paths} --grid {params.grid:q} > {log} 2>&1"
+        command_line("atlas-tables")
 
 
 rule atlas_figure:
