@@ -114,7 +114,7 @@ def test_the_tables_recover_a_quadratic_law_and_a_doubled_midpoint(tmp_path):
                               for m, v in (("acc_pred", 0.9), ("floor_acc_pred", 0.5))])
     points = atlas_points(pd.DataFrame(rows), behaviour, _grid(grid))
     assert list(points.columns) == POINTS_COLUMNS and len(points) == 5 * 3
-    assert (points["above_floor"] == 1.0).all()
+    assert np.allclose(points["floor_share"], 0.9 / 0.5)
     clamped = points[points["intervention"] == "clampA_handbuilt"]
     assert np.allclose(clamped["content_ratio"], 2.0) and points["content_ratio"].notna().sum() == 3
 

@@ -4,7 +4,8 @@
   content part and of the loss on predictable targets (midpoint and span with their 95 %
   intervals, shape and the phase-change verdict: the stacked, decided phase_change
   table's), whether an induction head formed (the head-role rule's ``formed``), the
-  accuracy on predictable targets against the task's floor, and the content midpoint as a
+  accuracy on predictable targets beside the task's floor (the Bayes predictor's accuracy)
+  and the share of it reached, and the content midpoint as a
   ratio to the same seed's unchanged model at the same T (for the initialisation and
   intervention points).
 - :func:`atlas_law`: the law of formation time on both clocks
@@ -32,7 +33,7 @@ POINT_KEYS = ["model", "variant", "role", "context", "init", "intervention", "se
 POINTS_COLUMNS = (POINT_KEYS
                   + [f"content_{c}" for c in FIT_COLUMNS] + [f"loss_{c}" for c in FIT_COLUMNS]
                   + ["formed", "acc_pred", "acc_pred_low", "acc_pred_high", "floor_acc_pred",
-                     "above_floor", "content_ratio", "note"])
+                     "floor_share", "content_ratio", "note"])
 SENTENCE_COLUMNS = ["variant", "base", "metric", "text"]
 CHANGES_COLUMNS = ["variant", "model", "change", "init", "intervention", "n_seeds", "ratio",
                    "ratio_low", "ratio_high", "shapes", "formed", "note"]
@@ -47,7 +48,9 @@ def _fit(rows: pd.DataFrame, metric: str, prefix: str) -> dict:
 
 
 def _accuracy(rows: pd.DataFrame, task: str | None) -> dict:
-    """The accuracy on predictable targets and its floor, on the model's own task."""
+    """The accuracy on predictable targets with its interval, the task's floor (the Bayes
+    predictor's accuracy, ``floor_acc_pred``) and the share of it reached, on the model's
+    own task."""
     if "task" in rows.columns and task is not None and (rows["task"] == task).any():
         rows = rows[rows["task"] == task]
     out = {}
@@ -57,9 +60,8 @@ def _accuracy(rows: pd.DataFrame, task: str | None) -> dict:
         if metric == "acc_pred":
             out["acc_pred_low"] = float(row["low"].iloc[0]) if len(row) else math.nan
             out["acc_pred_high"] = float(row["high"].iloc[0]) if len(row) else math.nan
-    low, floor = out["acc_pred_low"], out["floor_acc_pred"]
-    out["above_floor"] = (math.nan if math.isnan(low) or math.isnan(floor)
-                          else float(low > floor))
+    acc, floor = out["acc_pred"], out["floor_acc_pred"]
+    out["floor_share"] = acc / floor if floor > 0 else math.nan
     return out
 
 

@@ -104,7 +104,7 @@ report_section(
          "columns": ["model", "seed", "content_midpoint_low", "content_midpoint_high",
                      "content_span_low", "content_span_high", "content_verdict",
                      "loss_midpoint_low", "loss_midpoint_high", "loss_span_low", "loss_span_high",
-                     "loss_verdict", "acc_pred_low", "acc_pred_high", "above_floor", "note"]},
+                     "loss_verdict", "acc_pred_low", "acc_pred_high", "floor_share", "note"]},
     ],
 )
 
