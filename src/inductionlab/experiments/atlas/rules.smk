@@ -77,11 +77,11 @@ def atlas_outputs():
 
 
 AT_COUNTS = {role: sum(p.role == role for p in AT_GRID) for role in ("context", "init", "intervention", "control")}
-AT_WORDS = section_prose("prose.yaml", variant="", variants=AT_VARIANTS, contexts=AT["contexts"],
-                         reference=AT["reference_context"], control=AT["control"],
-                         inits=AT["inits"], counts=AT_COUNTS, n_models=len(AT_GRID),
-                         n_seeds=len(SEEDS), min_period=AT["min_period"],
-                         max_period=AT["max_period"], batch_size=config["train"]["batch_size"])
+AT_VALUES = dict(variants=AT_VARIANTS, contexts=AT["contexts"], reference=AT["reference_context"],
+                 control=AT["control"], inits=AT["inits"], counts=AT_COUNTS, n_models=len(AT_GRID),
+                 n_seeds=len(SEEDS), min_period=AT["min_period"], max_period=AT["max_period"],
+                 batch_size=config["train"]["batch_size"])
+AT_WORDS = section_prose("prose.yaml", variant="", **AT_VALUES)
 
 report_section(
     name="atlas",
@@ -111,10 +111,5 @@ report_section(
 # the law, one sentence per variant, from the table of sentences: on page 1
 for _variant in AT_VARIANTS:
     report_highlight(AT_TABLES["sentences"],
-                     section_prose("prose.yaml", variant=sentence_key(_variant), variants=AT_VARIANTS,
-                                   contexts=AT["contexts"], reference=AT["reference_context"],
-                                   control=AT["control"], inits=AT["inits"], counts=AT_COUNTS,
-                                   n_models=len(AT_GRID), n_seeds=len(SEEDS),
-                                   min_period=AT["min_period"], max_period=AT["max_period"],
-                                   batch_size=config["train"]["batch_size"])["highlight"],
+                     section_prose("prose.yaml", variant=sentence_key(_variant), **AT_VALUES)["highlight"],
                      front=True)
