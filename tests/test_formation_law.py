@@ -157,6 +157,14 @@ def test_four_points_at_three_context_lengths_are_enough():
     assert r["verdict"] != NOT_MEASURED and r["n_points"] == 4 and r["n_seeds"] == 2
 
 
+def test_a_fit_whose_every_midpoint_is_missing_is_not_measured():
+    frame = midpoints(2.0).assign(midpoint=math.nan, note="no induction head formed")
+    for clock, r in fit(frame).iterrows():
+        assert r["n_points"] == 0 and r["verdict"] == NOT_MEASURED, clock
+        assert r["dropped"].startswith(f"{len(frame)} of {len(frame)} midpoints dropped")
+        assert "a law needs at least 3" in r["sentence"]
+
+
 def test_nan_and_non_positive_midpoints_are_dropped_and_counted():
     clean = midpoints(1.5, noise=0.1, seeds=4)
     frame = clean.assign(note="")

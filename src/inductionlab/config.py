@@ -39,6 +39,19 @@ MAX_NAME_LENGTH = 100
 # <name>/, checking ``experiments.<name>``); this module imports none of them by name.
 
 SETTINGS_CHECKS: dict[str, Callable] = {}
+# what ``inductionlab check-config`` prints of an experiment switched on, beside the check
+# (its estimated cost, ...): registered with @config_notes(name), lines of (settings, config)
+CONFIG_NOTES: dict[str, Callable] = {}
+
+
+def config_notes(name: str):
+    """Register the decorated ``notes(settings, config) -> list of lines`` as what
+    ``inductionlab check-config`` prints of experiment ``name`` when it is switched on."""
+    def register(notes):
+        if CONFIG_NOTES.setdefault(name, notes) is not notes:
+            raise ValueError(f"config notes {name!r} are registered twice")
+        return notes
+    return register
 
 
 def settings_check(name: str):

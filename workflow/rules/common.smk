@@ -22,20 +22,46 @@ FIRST_SEED = first_seed(SEEDS)  # the seed of every single-seed figure and table
 RESULTS = "results"
 
 MODELS = {name: None for name in VARIANTS}  # name -> DerivedModel (None: a config variant)
+# name -> the registered model whose model.pt (same seed) its training reads as the reference
+# of a clamp to a trained model (train.intervention: {kind: clamp, reference: trained})
+REFERENCE_MODELS = {}
 
 
-def register_model(name, base, **changes):
+def register_model(name, base, intervention=None, reference=None, **changes):
     """Register model ``name``: variant ``base`` with ``changes`` to its model fields, trained
-    and analysed for every seed like a variant. Returns ``name``. Re-registering the same
-    model is allowed (two experiments may share one); a different one under a taken name is not."""
+    and analysed for every seed like a variant. Returns ``name``. ``intervention``: what its
+    training clamps or freezes (the spec's train.intervention); ``reference``: the registered
+    model whose same-seed model.pt a clamp to a trained reference reads (an input of its
+    training job). Re-registering the same model is allowed (two experiments may share one);
+    a different one under a taken name is not."""
     try:
-        derived = DerivedModel.of(config, name, base, changes)
+        derived = DerivedModel.of(config, name, base, changes, intervention=intervention)
     except ValueError as err:
         sys.exit(f"inductionlab: {err}")
-    if MODELS.get(name, derived) != derived:
+    trained = dict(derived.intervention).get("reference") == "trained"
+    if trained != (reference is not None):
+        sys.exit(f"inductionlab: model {name!r}: a clamp to a trained reference needs the "
+                 "reference model (register_model(..., reference=<model>)), and only it takes one")
+    if reference is not None and reference not in MODELS:
+        sys.exit(f"inductionlab: model {name!r}: reference model {reference!r} is not registered")
+    if MODELS.get(name, derived) != derived or REFERENCE_MODELS.get(name, reference) != reference:
         sys.exit(f"inductionlab: model {name!r} is registered twice with different changes")
     MODELS[name] = derived
+    if reference is not None:
+        REFERENCE_MODELS[name] = reference
     return name
+
+
+def reference_model_file(wildcards):
+    """The trained reference's model.pt of a model whose training clamps to one (same
+    seed), as the train rule's input; none for any other model."""
+    reference = REFERENCE_MODELS.get(wildcards.model)
+    return [model_file(MODEL_FILE).format(model=reference, seed=wildcards.seed)] if reference else []
+
+
+def reference_option(wildcards, input):
+    """``--reference <model.pt>`` for a model trained with a clamp to a trained reference."""
+    return f"--reference {shlex.quote(input.reference[0])}" if len(input.reference) else ""
 
 
 FAMILIES = {}  # name -> {"title", "models": {role: model}} (the write-up's own family is implicit)

@@ -284,7 +284,9 @@ def _usable(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
         dropped[why] = dropped.get(why, 0) + 1
     if negative.any():
         dropped[NOT_POSITIVE] = int(negative.sum())
-    kept = rows[~missing & ~negative].assign(midpoint=midpoint, context=context)
+    keep = ~missing & ~negative
+    # the kept values only: a Series set on a frame left with no row would bring its rows back
+    kept = rows[keep].assign(midpoint=midpoint[keep], context=context[keep])
     return kept, dropped
 
 

@@ -92,3 +92,9 @@ def check_config(files, workflow=None, replace_workflow_config=False):
           f"experiments and extra rules: "
           f"{', '.join(Path(e).parent.name if Path(e).name == 'rules.smk' else Path(e).stem for e in extras) or 'none'}"
           f"; {len(claims)} claims")
+    from ..config import CONFIG_NOTES
+
+    for name, settings in config["experiments"].items():
+        if name in CONFIG_NOTES:
+            for line in CONFIG_NOTES[name](settings, config):
+                print(f"{name}: {line}")

@@ -17,12 +17,18 @@ def train_resources(n_seeds=1):
 
 
 SEEDS_PER_JOB = config["train"]["seeds_per_job"]
+# the models trained one seed a job: every model, or with seeds_per_job > 1 those whose
+# training clamps or freezes a part (a stacked run trains none of them)
+ONE_SEED_A_JOB = [m for m in MODELS if SEEDS_PER_JOB == 1 or (MODELS[m] and MODELS[m].intervention)]
 
-if SEEDS_PER_JOB == 1:
+if ONE_SEED_A_JOB:
 
     # The resolved spec is a parameter: a changed spec reruns this model's training, which
     # writes it to spec.json first (no job of its own for a JSON file).
     rule train:
+        input:
+            # a clamp to a trained reference: the reference model's model.pt (same seed)
+            reference=reference_model_file,
         output:
             spec=model_file("spec.json"),
             model=model_file(MODEL_FILE),
@@ -31,21 +37,24 @@ if SEEDS_PER_JOB == 1:
         params:
             out_dir=lambda wildcards, output: os.path.dirname(output.model),
             spec=model_spec_json,
+            reference=reference_option,
         log:
             "logs/train/{model}/seed{seed}.log",
         benchmark:
             "results/benchmarks/train/{model}/seed{seed}.tsv"
+        wildcard_constraints:
+            model="|".join(ONE_SEED_A_JOB),
         threads: config["train"]["threads"]
         resources:
             **train_resources(),
         shell:
             "inductionlab train --document {params.spec:q} --spec {output.spec:q} "
-            "--out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+            "--out-dir {params.out_dir} --threads {threads} {params.reference} > {log} 2>&1"
 
-else:
+if SEEDS_PER_JOB > 1:
     # Seeds of a model in groups of `seeds_per_job`, each group one stacked model in
     # one job: one rule per (model, group), since a rule's outputs share its wildcards.
-    for _variant in MODELS:
+    for _variant in [m for m in MODELS if m not in ONE_SEED_A_JOB]:
         for _group in [SEEDS[i : i + SEEDS_PER_JOB] for i in range(0, len(SEEDS), SEEDS_PER_JOB)]:
             _files = lambda name, v=_variant, g=_group: [
                 f"{RESULTS}/{v}/seed{s}/{name}" for s in g

@@ -1,0 +1,196 @@
+"""The formation atlas's tables, from the generic stages' tables of its models.
+
+- :func:`atlas_points`: per grid point and seed, the fits of the best last-layer head's
+  content part and of the loss on predictable targets (midpoint and span with their 95 %
+  intervals, shape and the phase-change verdict: the stacked, decided phase_change
+  table's), whether an induction head formed (the head-role rule's ``formed``), the
+  accuracy on predictable targets beside the task's floor (the Bayes predictor's accuracy)
+  and the share of it reached, and the content midpoint as a
+  ratio to the same seed's unchanged model at the same T (for the initialisation and
+  intervention points).
+- :func:`atlas_law`: the law of formation time on both clocks
+  (:mod:`inductionlab.analysis.formation_law`) over the context axis of each variant, and
+  its band for the figure (:func:`atlas_band`).
+- :func:`atlas_changes`: per initialisation and intervention point, the ratio over seeds
+  (the mean of ln ratio with its 95 % t interval, exponentiated), the shapes and how many
+  seeds formed a head.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ...analysis.formation_law import (BOUND_CLOCK, CONTENT, LOSS, MIDPOINT_COLUMNS, clocks_sentence,
+                                       law_band, law_fits, law_midpoints, on_both_clocks)
+from ...analysis.uncertainty import mean_interval
+from ...stages.dynamics.dynamics import INDUCTION_FIT, LOSS_FIT
+
+FIT_COLUMNS = ("midpoint", "midpoint_low", "midpoint_high", "span", "span_low", "span_high",
+               "shape", "verdict")
+POINT_KEYS = ["model", "variant", "role", "context", "init", "intervention", "seed"]
+POINTS_COLUMNS = (POINT_KEYS
+                  + [f"content_{c}" for c in FIT_COLUMNS] + [f"loss_{c}" for c in FIT_COLUMNS]
+                  + ["formed", "acc_pred", "acc_pred_low", "acc_pred_high", "floor_acc_pred",
+                     "floor_share", "content_ratio", "note"])
+SENTENCE_COLUMNS = ["variant", "base", "metric", "text"]
+CHANGES_COLUMNS = ["variant", "model", "change", "init", "intervention", "n_seeds", "ratio",
+                   "ratio_low", "ratio_high", "shapes", "formed", "note"]
+
+
+def _fit(rows: pd.DataFrame, metric: str, prefix: str) -> dict:
+    row = rows[rows["metric"] == metric]
+    if row.empty:
+        return {f"{prefix}_{c}": (math.nan if c not in ("shape", "verdict") else "") for c in FIT_COLUMNS}
+    r = row.iloc[0]
+    return {f"{prefix}_{c}": r[c] for c in FIT_COLUMNS}
+
+
+def _accuracy(rows: pd.DataFrame, task: str | None) -> dict:
+    """The accuracy on predictable targets with its interval, the task's floor (the Bayes
+    predictor's accuracy, ``floor_acc_pred``) and the share of it reached, on the model's
+    own task."""
+    if "task" in rows.columns and task is not None and (rows["task"] == task).any():
+        rows = rows[rows["task"] == task]
+    out = {}
+    for metric in ("acc_pred", "floor_acc_pred"):
+        row = rows[rows["metric"] == metric]
+        out[metric] = float(row["value"].iloc[0]) if len(row) else math.nan
+        if metric == "acc_pred":
+            out["acc_pred_low"] = float(row["low"].iloc[0]) if len(row) else math.nan
+            out["acc_pred_high"] = float(row["high"].iloc[0]) if len(row) else math.nan
+    acc, floor = out["acc_pred"], out["floor_acc_pred"]
+    out["floor_share"] = acc / floor if floor > 0 else math.nan
+    return out
+
+
+def atlas_points(phase: pd.DataFrame, behaviour: pd.DataFrame, grid: list[dict]) -> pd.DataFrame:
+    """:data:`POINTS_COLUMNS`, one row per grid point and seed: ``phase``, the stacked and
+    decided phase_change table; ``behaviour``, the stacked behaviour table; ``grid``, the
+    points (:class:`.settings.GridPoint` as dicts, with the model's ``task`` name)."""
+    rows = []
+    by_model = {p["model"]: p for p in grid}
+    for point in grid:
+        fits = phase[phase["variant"] == point["model"]]
+        seeds = sorted(int(s) for s in fits["seed"].unique())
+        for seed in seeds:
+            mine = fits[fits["seed"] == seed]
+            content = mine[mine["metric"] == INDUCTION_FIT]
+            formed = float(content["formed"].iloc[0]) if len(content) else math.nan
+            row = {k: point[k] for k in POINT_KEYS if k != "seed"} | {"seed": seed}
+            row.update(_fit(mine, INDUCTION_FIT, "content"))
+            row.update(_fit(mine, LOSS_FIT, "loss"))
+            row["formed"] = formed
+            own = behaviour[(behaviour["variant"] == point["model"]) & (behaviour["seed"] == seed)]
+            row.update(_accuracy(own, point.get("task")))
+            row["note"] = str(content["note"].iloc[0]) if len(content) and \
+                isinstance(content["note"].iloc[0], str) else ""
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=POINTS_COLUMNS)
+    frame["content_ratio"] = [
+        _ratio(frame, by_model[m]["baseline"], s, mid, formed)
+        if by_model[m]["baseline"] != m else math.nan
+        for m, s, mid, formed in zip(frame["model"], frame["seed"], frame["content_midpoint"],
+                                     frame["formed"])]
+    return frame
+
+
+def _ratio(frame: pd.DataFrame, baseline: str, seed: int, midpoint: float, formed: float) -> float:
+    """The content midpoint over the same seed's baseline's, where both formed a head with
+    one change (NaN otherwise)."""
+    base = frame[(frame["model"] == baseline) & (frame["seed"] == seed)]
+    if base.empty or not _timed(base.iloc[0]["content_shape"], base.iloc[0]["formed"]) \
+            or not np.isfinite(midpoint) or formed != 1.0:
+        return math.nan
+    return float(midpoint) / float(base.iloc[0]["content_midpoint"])
+
+
+def _timed(shape, formed) -> bool:
+    return isinstance(shape, str) and shape in ("phase change", "smooth") and formed == 1.0
+
+
+def law_input(points: pd.DataFrame, steps: int) -> pd.DataFrame:
+    """The rows of the context axis as the fits the law reads (:func:`law_midpoints`)."""
+    axis = points[points["role"] == "context"]
+    rows = []
+    for _, r in axis.iterrows():
+        for metric, prefix in ((CONTENT, "content"), (LOSS, "loss")):
+            rows.append({"variant": r["variant"], "context": r["context"], "seed": r["seed"],
+                         "metric": metric, "shape": r[f"{prefix}_shape"] or math.nan,
+                         "midpoint": r[f"{prefix}_midpoint"], "formed": r["formed"],
+                         "last_step": steps, "note": r["note"] if metric == CONTENT else ""})
+    return pd.DataFrame(rows, columns=["variant", "context", "seed", "metric", "shape",
+                                       "midpoint", "formed", "last_step", "note"])
+
+
+def atlas_midpoints(points: pd.DataFrame, steps: int, batch_size: int) -> pd.DataFrame:
+    """The law's midpoints on both clocks (optimiser steps; tokens = steps × batch × T):
+    :data:`~inductionlab.analysis.formation_law.MIDPOINT_COLUMNS` and ``note``."""
+    both = on_both_clocks(law_midpoints(law_input(points, steps)), batch_size)
+    return both[MIDPOINT_COLUMNS + ["note"]]
+
+
+def atlas_law(points: pd.DataFrame, steps: int, batch_size: int, seed: int = 0) -> pd.DataFrame:
+    """The law per variant, quantity and clock (:func:`law_fits`), the verdict against 2 on
+    the steps clock."""
+    return law_fits(atlas_midpoints(points, steps, batch_size), seed=seed)
+
+
+def atlas_band(points: pd.DataFrame, steps: int, batch_size: int) -> pd.DataFrame:
+    """The fitted law's line and 95 % band per variant, quantity and clock (:func:`law_band`)."""
+    return law_band(atlas_midpoints(points, steps, batch_size))
+
+
+def _counted(values, total: int) -> str:
+    counts = pd.Series([v for v in values if v]).value_counts()
+    return ", ".join(f"{shape} in {n} of {total}" for shape, n in counts.items())
+
+
+def atlas_changes(points: pd.DataFrame) -> pd.DataFrame:
+    """:data:`CHANGES_COLUMNS`: per initialisation and intervention point, the content
+    midpoint's ratio to the unchanged run's over seeds (geometric mean with its 95 % t
+    interval over seeds, from ln ratio per seed), the content part's shapes counted, and
+    in how many seeds an induction head formed."""
+    rows = []
+    for model, mine in points[points["role"].isin(["init", "intervention"])].groupby("model", sort=False):
+        first = mine.iloc[0]
+        n = len(mine)
+        logs = [math.log(r) for r in mine["content_ratio"] if np.isfinite(r) and r > 0]
+        mean, low, high = mean_interval(logs)
+        note = ""
+        if len(logs) < n:
+            note = (f"{n - len(logs)} of {n} seeds without a ratio (no head formed with one "
+                    "change, here or in the unchanged run)")
+        rows.append({"variant": first["variant"], "model": model, "change": first["role"],
+                     "init": first["init"], "intervention": first["intervention"], "n_seeds": n,
+                     "ratio": math.exp(mean) if np.isfinite(mean) else math.nan,
+                     "ratio_low": math.exp(low) if np.isfinite(low) else math.nan,
+                     "ratio_high": math.exp(high) if np.isfinite(high) else math.nan,
+                     "shapes": _counted(mine["content_shape"], n),
+                     "formed": f"{int((mine['formed'] == 1.0).sum())} of {n}", "note": note})
+    return pd.DataFrame(rows, columns=CHANGES_COLUMNS)
+
+
+def sentence_key(variant: str) -> str:
+    """The ``variant`` of a variant's row in the table of sentences (a page-1 highlight
+    reads ``{atlas_<variant>:sentence}``)."""
+    return f"atlas_{variant}"
+
+
+def atlas_sentences(law: pd.DataFrame, variants) -> pd.DataFrame:
+    """One sentence per variant, for page 1: the law of its head's content part on both
+    clocks (:func:`clocks_sentence`), then the verdict against the bound on the bound's
+    clock in the law's own words (``sentence``: no stronger than the interval)."""
+    rows = []
+    for variant in variants:
+        mine = law[(law["variant"] == variant) & (law["quantity"] == CONTENT)]
+        on_bound = mine[mine["clock"] == BOUND_CLOCK]
+        if mine.empty or on_bound.empty:
+            text = f"{variant}: no midpoint of its head to fit a law to"
+        else:
+            text = (f"{variant}, midpoint of {clocks_sentence(law, variant, CONTENT)}. "
+                    f"On {BOUND_CLOCK}: {on_bound['sentence'].iloc[0]}")
+        rows.append({"variant": sentence_key(variant), "base": variant, "metric": "sentence",
+                     "text": text})
+    return pd.DataFrame(rows, columns=SENTENCE_COLUMNS)
