@@ -9,7 +9,7 @@
   ratio to the same seed's unchanged model at the same T (for the initialisation and
   intervention points).
 - :func:`atlas_law`: the law of formation time on both clocks
-  (:mod:`inductionlab.analysis.formation_law`) over the context axis of each variant, and
+  (:mod:`inductionlab.claims.formation_law`) over the context axis of each variant, and
   its band for the figure (:func:`atlas_band`).
 - :func:`atlas_changes`: per initialisation and intervention point, the ratio over seeds
   (the mean of ln ratio with its 95 % t interval, exponentiated), the shapes and how many
@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...analysis.formation_law import (BOUND_CLOCK, CONTENT, LOSS, MIDPOINT_COLUMNS, clocks_sentence,
+from ...claims.formation_law import (BOUND_CLOCK, CONTENT, LOSS, MIDPOINT_COLUMNS, clocks_sentence,
                                        law_band, law_fits, law_midpoints, on_both_clocks)
 from ...analysis.uncertainty import mean_interval
 from ...stages.dynamics.dynamics import INDUCTION_FIT, LOSS_FIT
@@ -126,7 +126,7 @@ def law_input(points: pd.DataFrame, steps: int) -> pd.DataFrame:
 
 def atlas_midpoints(points: pd.DataFrame, steps: int, batch_size: int) -> pd.DataFrame:
     """The law's midpoints on both clocks (optimiser steps; tokens = steps × batch × T):
-    :data:`~inductionlab.analysis.formation_law.MIDPOINT_COLUMNS` and ``note``."""
+    :data:`~inductionlab.claims.formation_law.MIDPOINT_COLUMNS` and ``note``."""
     both = on_both_clocks(law_midpoints(law_input(points, steps)), batch_size)
     return both[MIDPOINT_COLUMNS + ["note"]]
 

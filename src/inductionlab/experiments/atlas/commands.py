@@ -21,7 +21,7 @@ def write_atlas_tables(phase_change, behaviour, grid, points, midpoints, law, ba
     from ...core.loading import read_table
     from ...stages.dynamics.dynamics import read_phase_change
     from .analysis import atlas_changes, atlas_midpoints, atlas_points, atlas_sentences
-    from ...analysis.formation_law import law_band, law_fits
+    from ...claims.formation_law import law_band, law_fits
 
     if not grid:
         raise ValueError("--grid: the atlas's grid (JSON) is required")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...analysis.formation_law import CONTENT, LOSS, QUADRATIC, QUANTITIES, STEPS
+from ...claims.formation_law import CONTENT, LOSS, QUADRATIC, QUANTITIES, STEPS
 
 
 def midpoints_figure(midpoints: pd.DataFrame, band: pd.DataFrame):
     """``midpoints``: the law's midpoints (variant, context, seed, quantity, clock,
-    midpoint); ``band``: :func:`~inductionlab.analysis.formation_law.law_band`'s rows."""
+    midpoint); ``band``: :func:`~inductionlab.claims.formation_law.law_band`'s rows."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 

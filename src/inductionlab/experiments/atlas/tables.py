@@ -1,7 +1,7 @@
 """The formation atlas's table formats (run-wide: results/tables/atlas_*.csv)."""
 from __future__ import annotations
 
-from ...analysis.formation_law import BAND_COLUMNS, LAW_COLUMNS, MIDPOINT_COLUMNS
+from ...claims.formation_law import BAND_COLUMNS, LAW_COLUMNS, MIDPOINT_COLUMNS
 from ...core.formats import declare_table
 from .analysis import CHANGES_COLUMNS, POINTS_COLUMNS, SENTENCE_COLUMNS
 
