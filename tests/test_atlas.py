@@ -212,8 +212,9 @@ def test_the_cost_grows_with_the_context_and_is_printed_as_an_estimate():
     assert set(seconds) == {p.model for p in grid_points(s, config)}
     train = {m: v - ANALYSES_S for m, v in seconds.items()}
     assert train["atlas_two_layer_T48"] > 2 * train["atlas_two_layer_T24"] > 4 * train["atlas_two_layer_T12"]
-    # an intervened model trains uncompiled: dearer than its unclamped twin
+    # a clamped model trains uncompiled: dearer than its unclamped twin; a frozen one compiles
     assert train["atlas_two_layer_clampA_trained"] > train["atlas_two_layer_T24"]
+    assert train["atlas_two_layer_freeze_layer0"] == train["atlas_two_layer_T24"]
     assert train["atlas_two_layer_T24"] > train["atlas_one_layer_smeared_T24"]
     lines = CONFIG_NOTES["atlas"](s, config)
     assert "an estimate" in lines[0] and "26 models x 3 seed(s)" in lines[1]

@@ -44,24 +44,25 @@ SETTINGS_CHECKS: dict[str, Callable] = {}
 CONFIG_NOTES: dict[str, Callable] = {}
 
 
+def _registrar(table: dict, name: str, what: str):
+    """A decorator that registers its function in ``table`` under ``name``, once."""
+    def register(function):
+        if table.setdefault(name, function) is not function:
+            raise ValueError(f"{what} {name!r} is registered twice")
+        return function
+    return register
+
+
 def config_notes(name: str):
     """Register the decorated ``notes(settings, config) -> list of lines`` as what
     ``inductionlab check-config`` prints of experiment ``name`` when it is switched on."""
-    def register(notes):
-        if CONFIG_NOTES.setdefault(name, notes) is not notes:
-            raise ValueError(f"config notes {name!r} are registered twice")
-        return notes
-    return register
+    return _registrar(CONFIG_NOTES, name, "config notes")
 
 
 def settings_check(name: str):
     """Register the decorated ``check(settings, config) -> list of problems`` as the
     settings check of stage or experiment ``name``."""
-    def register(check):
-        if SETTINGS_CHECKS.setdefault(name, check) is not check:
-            raise ValueError(f"settings check {name!r} is registered twice")
-        return check
-    return register
+    return _registrar(SETTINGS_CHECKS, name, "settings check")
 
 
 def validate_config(config: dict, schema_path: str | Path) -> dict:

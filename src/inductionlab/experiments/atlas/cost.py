@@ -4,7 +4,7 @@ project's CPU (docs/runtime.md, "The training step" and "The atlas's cost").
 
 A point's training is steps × its step time. The step time at T = 24 and a batch of 256 is
 the measured one of the model's shape (:data:`STEP_MS_T24`, compiled; :data:`EAGER_MS_T24`
-for a model trained with an intervention, which trains uncompiled), times the in-job factor
+for a model trained with a clamp, which trains uncompiled), times the in-job factor
 (validation, checkpoints: :data:`IN_JOB`), scaled by (T / 24)^:data:`T_EXPONENT` (the eager
 step timed at T = 12, 24 and 48: 0.50–0.57 and 2.34–2.36 of T = 24's) and by batch / 256.
 Every model and seed then runs the analyses (:data:`ANALYSES_S`, the default run's per
@@ -36,11 +36,17 @@ def step_ms(variant: dict, context: int, batch_size: int, eager: bool) -> float:
     return base * IN_JOB * (context / 24) ** T_EXPONENT * batch_size / 256
 
 
+def _eager(setting: dict | None) -> bool:
+    """Whether a model with this intervention trains uncompiled: a clamp does, a freeze (and no
+    intervention) compiles like any model."""
+    return setting is not None and setting["kind"] == "clamp"
+
+
 def point_seconds(settings: dict, config: dict) -> dict[str, float]:
     """Model -> estimated CPU seconds of one seed: training and analyses."""
     train = config["train"]
     return {p.model: train["steps"] * step_ms(config["variants"][p.variant], p.context,
-                                              train["batch_size"], p.setting is not None) / 1e3
+                                              train["batch_size"], _eager(p.setting)) / 1e3
             + ANALYSES_S for p in grid_points(settings, config)}
 
 
