@@ -464,10 +464,9 @@ def test_a_file_where_a_folder_belongs_is_one_line_naming_it(tmp_path):
 def test_the_system_s_own_error_is_worded_without_its_number(tmp_path):
     from inductionlab.cli import os_words
 
-    try:
+    with pytest.raises(OSError) as caught:
         open(tmp_path / "missing" / "x")
-    except OSError as err:
-        assert os_words(err) == f"{tmp_path / 'missing' / 'x'}: no such file or directory"
+    assert os_words(caught.value) == f"{tmp_path / 'missing' / 'x'}: no such file or directory"
     assert os_words(ValueError("[Errno 1] kept")) == "[Errno 1] kept"
 
 
