@@ -214,6 +214,10 @@ def test_the_cost_grows_with_the_context_and_is_printed_as_an_estimate():
     assert train["atlas_two_layer_T48"] > 2 * train["atlas_two_layer_T24"] > 4 * train["atlas_two_layer_T12"]
     # a clamped model trains uncompiled: dearer than its unclamped twin; a frozen one compiles
     assert train["atlas_two_layer_clampA_trained"] > train["atlas_two_layer_T24"]
+    # a clamp to a trained reference runs the reference's forward pass too
+    for part in "ABC":
+        assert train[f"atlas_two_layer_clamp{part}_trained"] > train[f"atlas_two_layer_clamp{part}_handbuilt"]
+    assert train["atlas_two_layer_clampC_trained"] > 2 * train["atlas_two_layer_T24"]
     assert train["atlas_two_layer_freeze_layer0"] == train["atlas_two_layer_T24"]
     assert train["atlas_two_layer_T24"] > train["atlas_one_layer_smeared_T24"]
     lines = CONFIG_NOTES["atlas"](s, config)

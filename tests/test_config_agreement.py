@@ -80,6 +80,18 @@ CASES = {
         {"o.yaml": "train: {batch_size: 65536}\n"
                    "variants: {huge: {n_layers: 12, d_model: 4096, n_heads: 256}}\n"}, ["o.yaml"],
         "train.batch_size: a training job of variant 'huge' needs about"),
+    "the formation atlas switched on": (
+        {"o.yaml": "experiments:\n  atlas:\n    contexts: [12, 24]\n"
+                   "    interventions: [{kind: clamp, part: A, reference: trained}]\n"}, ["o.yaml"],
+        None),
+    "an atlas context too short for two copies of a period": (
+        {"o.yaml": "experiments: {atlas: {contexts: [4, 24]}}\n"}, ["o.yaml"],
+        "experiments.atlas.contexts: 4 tokens do not hold two copies of min_period 3; use at least 6"),
+    "an atlas intervention that no variant of the grid can take": (
+        {"o.yaml": "experiments:\n  atlas:\n    variants: [one_layer_smeared]\n"
+                   "    interventions: [{kind: freeze, part: layer0}]\n"}, ["o.yaml"],
+        "experiments.atlas.interventions[0].part: no variant of ['one_layer_smeared'] has part "
+        "'layer0' (freeze needs n_layers >= 2)"),
     "an analysis pass no machine holds": (
         {"o.yaml": "task: {n_blocks: 64}\nbehaviour: {n_sequences: 65536}\n"}, ["o.yaml"],
         "behaviour.n_sequences: scoring 65536 sequences of variant 'one_layer' in one pass"),
