@@ -5,8 +5,11 @@
 // Every array is contiguous float32:
 //   q, k, v, z, dq, dk, dv   [n, t, D]      n = batch x heads
 //   p                        [n, t, t]      the pattern: softmax of scale q k^T, causal
-// A head's q, k, v (T x D), its scores row and its pattern row stay in registers and the
-// stack; only z and p (forward) and dq, dk, dv (backward) are written to memory.
+// A head's queries are taken W at a time, one per vector lane: the softmax's maximum and
+// sum over keys, and the gradient's sum over keys, run along the loop, lane by lane, never
+// across lanes. A block's scores, pattern and partial sums stay in registers and on the
+// stack (a few vectors per key: T = 4096 takes under 1 MB of stack with D = 8); only z and
+// p (forward) and dq, dk, dv (backward) are written to memory.
 #include <cstring>
 
 #ifndef T
@@ -62,95 +65,119 @@ static inline void columns(const float *a, int t, vw out[D][NV]) {
 
 extern "C" void causal_attention_forward(long n, int t, float scale, const float *q,
                                          const float *k, const float *v, float *z, float *p) {
+  // W queries at a time, one per lane: the softmax's reductions over keys run along the
+  // loop, lane by lane, with no reduction across lanes.
   const iw lane = {0, 1, 2, 3, 4, 5, 6, 7};
   const vw minus_inf = (vw){} - __builtin_inff();
   for (long b = 0; b < n; b++) {
-    const float *qb = q + b * t * D, *vb = v + b * t * D;
+    const float *qb = q + b * t * D, *kb = k + b * t * D, *vb = v + b * t * D;
     float *zb = z + b * t * D, *pb = p + b * t * t;
-    vw kt[D][NV];
-    columns(k + b * t * D, t, kt);
-    vd vrow[T];
-    for (int j = 0; j < t; j++) vrow[j] = load_d(vb + j * D);
-    for (int i = 0; i < t; i++) {
-      vw s[NV];
-      for (int u = 0; u < NV; u++) s[u] = (vw){};
-      for (int c = 0; c < D; c++) {
-        float qc = qb[i * D + c] * scale;
-        for (int u = 0; u < NV; u++)
-          if (u * W <= i) s[u] += qc * kt[c][u];
-      }
+    vw qt[D][NV];
+    columns(qb, t, qt);
+    for (int u = 0; u < NV; u++) {
+      const int first = u * W;              // this block's first query
+      const int keys = t < first + W ? t : first + W;  // keys any of its queries sees
+      const int rows = t - first < W ? t - first : W;  // its queries
+      vw s[TP];
       vw top = minus_inf;
-      for (int u = 0; u < NV; u++) {
-        s[u] = lane + u * W <= i ? s[u] : minus_inf;
-        top = top > s[u] ? top : s[u];
+      for (int j = 0; j < keys; j++) {
+        vw x = (vw){};
+        for (int c = 0; c < D; c++) x += kb[j * D + c] * qt[c][u];
+        x *= scale;
+        x = lane + first >= j ? x : minus_inf;  // query first + lane sees key j <= it
+        s[j] = x;
+        top = top > x ? top : x;
       }
-      float m = top[0];
-      for (int l = 1; l < W; l++) m = top[l] > m ? top[l] : m;
       vw total = (vw){};
-      for (int u = 0; u < NV; u++) {
-        if (u * W > i) { s[u] = (vw){}; continue; }
-        vw e = exp_w(s[u] - m);
-        s[u] = lane + u * W <= i ? e : (vw){};
-        total += s[u];
+      for (int j = 0; j < keys; j++) {
+        vw e = exp_w(s[j] - top);
+        e = lane + first >= j ? e : (vw){};
+        s[j] = e;
+        total += e;
       }
-      float inv = 1.f / sum_w(total);
-      float row[TP];
-      for (int u = 0; u < NV; u++) {
-        s[u] *= inv;
-        std::memcpy(row + u * W, &s[u], sizeof s[u]);
+      const vw inv = 1.f / total;
+      vw zt[D];
+      for (int c = 0; c < D; c++) zt[c] = (vw){};
+      float rows_p[W][TP];
+      std::memset(rows_p, 0, sizeof rows_p);
+      for (int j = 0; j < keys; j++) {
+        vw pj = s[j] * inv;
+        for (int c = 0; c < D; c++) zt[c] += vb[j * D + c] * pj;
+        for (int l = 0; l < W; l++) rows_p[l][j] = pj[l];
       }
-      std::memcpy(pb + i * t, row, sizeof(float) * t);
-      vd zi = (vd){};
-      for (int j = 0; j <= i; j++) zi += row[j] * vrow[j];
-      store_d(zb + i * D, zi);
+      for (int l = 0; l < rows; l++) {
+        std::memcpy(pb + (first + l) * t, rows_p[l], sizeof(float) * t);
+        for (int c = 0; c < D; c++) zb[(first + l) * D + c] = zt[c][l];
+      }
     }
   }
 }
 
 // Given dz, the gradient of the loss with respect to z: with dp = dz v^T and
 // ds = p * (dp - rowsum(p * dp)) (the softmax's backward), dq = scale ds k,
-// dk = scale ds^T q, dv = p^T dz.
+// dk = scale ds^T q, dv = p^T dz. W queries at a time, one per lane, as in the forward
+// pass; dk and dv gather each block's queries into every key's row.
 extern "C" void causal_attention_backward(long n, int t, float scale, const float *q,
                                           const float *k, const float *v, const float *p,
                                           const float *dz, float *dq, float *dk, float *dv) {
   for (long b = 0; b < n; b++) {
-    const float *qb = q + b * t * D, *kb = k + b * t * D;
+    const float *qb = q + b * t * D, *kb = k + b * t * D, *vb = v + b * t * D;
     const float *pb = p + b * t * t, *dzb = dz + b * t * D;
-    vw vt[D][NV];
-    columns(v + b * t * D, t, vt);
-    vd krow[T], dkr[T], dvr[T];
+    float *dqb = dq + b * t * D;
+    vw dzt[D][NV];
+    columns(dzb, t, dzt);
+    vd dkr[T], dvr[T];
     for (int j = 0; j < t; j++) {
-      krow[j] = load_d(kb + j * D);
       dkr[j] = (vd){};
       dvr[j] = (vd){};
     }
-    for (int i = 0; i < t; i++) {
-      float prow[TP];
-      std::memset(prow, 0, sizeof prow);
-      std::memcpy(prow, pb + i * t, sizeof(float) * t);
-      vw pv[NV];
-      std::memcpy(pv, prow, sizeof pv);
-      vd dzi = load_d(dzb + i * D), qi = load_d(qb + i * D);
-      vw dp[NV];
-      for (int u = 0; u < NV; u++) dp[u] = (vw){};
-      for (int c = 0; c < D; c++)
-        for (int u = 0; u < NV; u++)
-          if (u * W <= i) dp[u] += dzi[c] * vt[c][u];
-      vw weighted = (vw){};
-      for (int u = 0; u < NV; u++) weighted += pv[u] * dp[u];
-      float rowsum = sum_w(weighted);
-      float ds[TP];
-      for (int u = 0; u < NV; u++) {
-        vw x = pv[u] * (dp[u] - rowsum) * scale;
-        std::memcpy(ds + u * W, &x, sizeof x);
+    for (int u = 0; u < NV; u++) {
+      const int first = u * W;
+      const int keys = t < first + W ? t : first + W;
+      const int rows = t - first < W ? t - first : W;
+      float pcols[TP][W];  // the block's pattern, key by key, its queries on lanes
+      std::memset(pcols, 0, sizeof pcols);
+      for (int l = 0; l < rows; l++)
+        for (int j = 0; j <= first + l; j++) pcols[j][l] = pb[(first + l) * t + j];
+      vw pt[TP], dp[TP];
+      vw rowsum = (vw){};
+      for (int j = 0; j < keys; j++) {
+        std::memcpy(&pt[j], pcols[j], sizeof pt[j]);
+        vw x = (vw){};
+        for (int c = 0; c < D; c++) x += vb[j * D + c] * dzt[c][u];
+        dp[j] = x;
+        rowsum += pt[j] * x;
       }
-      vd dqi = (vd){};
-      for (int j = 0; j <= i; j++) {
-        dqi += ds[j] * krow[j];
-        dkr[j] += ds[j] * qi;
-        dvr[j] += prow[j] * dzi;
+      vd qrow[W], dzrow[W];
+      for (int l = 0; l < rows; l++) {
+        qrow[l] = load_d(qb + (first + l) * D);
+        dzrow[l] = load_d(dzb + (first + l) * D);
       }
-      store_d(dq + b * t * D + i * D, dqi);
+      vw dqt[D];
+      for (int c = 0; c < D; c++) dqt[c] = (vw){};
+      for (int j = 0; j < keys; j++) {
+        vw ds = pt[j] * (dp[j] - rowsum) * scale;
+        for (int c = 0; c < D; c++) dqt[c] += kb[j * D + c] * ds;
+        float dsa[W], pa[W];
+        std::memcpy(dsa, &ds, sizeof dsa);
+        std::memcpy(pa, &pt[j], sizeof pa);
+        vd dk0 = (vd){}, dk1 = (vd){}, dv0 = (vd){}, dv1 = (vd){};
+        int l = 0;
+        for (; l + 1 < rows; l += 2) {
+          dk0 += dsa[l] * qrow[l];
+          dk1 += dsa[l + 1] * qrow[l + 1];
+          dv0 += pa[l] * dzrow[l];
+          dv1 += pa[l + 1] * dzrow[l + 1];
+        }
+        if (l < rows) {
+          dk0 += dsa[l] * qrow[l];
+          dv0 += pa[l] * dzrow[l];
+        }
+        dkr[j] += dk0 + dk1;
+        dvr[j] += dv0 + dv1;
+      }
+      for (int l = 0; l < rows; l++)
+        for (int c = 0; c < D; c++) dqb[(first + l) * D + c] = dqt[c][l];
     }
     for (int j = 0; j < t; j++) {
       store_d(dk + b * t * D + j * D, dkr[j]);
