@@ -223,3 +223,31 @@ def test_the_cost_grows_with_the_context_and_is_printed_as_an_estimate():
     lines = CONFIG_NOTES["atlas"](s, config)
     assert "an estimate" in lines[0] and "26 models x 3 seed(s)" in lines[1]
     assert f"{sum(seconds.values()) * 3:,.0f} CPU seconds" in lines[1]
+
+
+@pytest.mark.parametrize("interventions,says,never", [
+    ([{"kind": "clamp", "part": "A", "reference": "handbuilt"}, {"kind": "freeze", "part": "layer0"}],
+     "(the previous-token part A clamped to a hand-built solution; layer 0 frozen at its "
+     "initialisation;", ["the match B", "trained model"]),
+    ([{"kind": "clamp", "part": "C"}], "(the copy C clamped to the same seed's trained model;",
+     ["hand-built", "frozen"]),
+    ([], "no intervention during training", ["clamped", "frozen"]),
+])
+def test_the_section_names_the_interventions_it_ran(interventions, says, never):
+    from pathlib import Path
+
+    from inductionlab.experiments.atlas.settings import intervention_words
+    from inductionlab.report.prose import read_prose
+
+    folder = Path(grid_points.__code__.co_filename).parent
+    s = settings(interventions=interventions)
+    points = grid_points(s, CONFIG)
+    counts = {role: sum(p.role == role for p in points) for role in ("context", "init", "intervention", "control")}
+    text = " ".join(read_prose(folder / "prose.yaml", variants=s["variants"], contexts=s["contexts"],
+                               reference=24, control=s["control"], inits=s["inits"], counts=counts,
+                               n_models=len(points), n_seeds=3, min_period=3, max_period=8,
+                               batch_size=256, variant="",
+                               interventions=[intervention_words(i) for i in interventions])["text"].split())
+    assert says in text, text
+    for words in never:
+        assert words not in text, text

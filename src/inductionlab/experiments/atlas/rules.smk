@@ -13,7 +13,8 @@ import json
 import shlex
 
 from inductionlab.experiments.atlas.analysis import sentence_key
-from inductionlab.experiments.atlas.settings import atlas_tasks, grid_points, model_changes, task_name
+from inductionlab.experiments.atlas.settings import (atlas_tasks, grid_points, intervention_words,
+                                                     model_changes, task_name)
 
 AT = config["experiments"]["atlas"]
 config["tasks"] = {**(config.get("tasks") or {}), **atlas_tasks(AT)}
@@ -80,7 +81,8 @@ AT_COUNTS = {role: sum(p.role == role for p in AT_GRID) for role in ("context", 
 AT_VALUES = dict(variants=AT_VARIANTS, contexts=AT["contexts"], reference=AT["reference_context"],
                  control=AT["control"], inits=AT["inits"], counts=AT_COUNTS, n_models=len(AT_GRID),
                  n_seeds=len(SEEDS), min_period=AT["min_period"], max_period=AT["max_period"],
-                 batch_size=config["train"]["batch_size"])
+                 batch_size=config["train"]["batch_size"],
+                 interventions=[intervention_words(s) for s in AT["interventions"]])
 AT_WORDS = section_prose("prose.yaml", variant="", **AT_VALUES)
 
 report_section(

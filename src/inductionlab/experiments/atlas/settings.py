@@ -58,6 +58,18 @@ def intervention_label(setting: dict) -> str:
     return f"{setting['kind']}_{setting['part']}"
 
 
+PART_WORDS = {"A": "the previous-token part A", "B": "the match B", "C": "the copy C"}
+REFERENCE_WORDS = {"trained": "the same seed's trained model", "handbuilt": "a hand-built solution"}
+
+
+def intervention_words(setting: dict) -> str:
+    """An intervention in words: "the copy C clamped to a hand-built solution"."""
+    if setting["kind"] == "freeze":
+        return "layer 0 frozen at its initialisation"
+    return (f"{PART_WORDS[setting['part']]} clamped to "
+            f"{REFERENCE_WORDS[setting.get('reference', 'trained')]}")
+
+
 def longest_period(settings: dict, context: int) -> int:
     """The longest period at context length ``context``: min(max_period, ⌊T/2⌋)."""
     return min(settings["max_period"], context // 2)
