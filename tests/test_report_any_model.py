@@ -190,6 +190,20 @@ def test_every_other_model_is_listed_with_its_family_or_no_claims():
     assert standard["tally"] == "1 replicates in every seed and 1 does not replicate"
 
 
+def test_a_grid_of_models_without_claims_is_one_bullet_on_page_one():
+    """Up to four models without claims keep a bullet each; a fifth sends all of them to the
+    summary (page 1 names them); a model of a family always stays on page 1."""
+    card = _card()
+    names = ["one_layer", "two_layer", "one_layer_standard"]
+    few = F.other_models(names + ["a", "b", "c", "d"], ["one_layer", "two_layer"], card, FAMILIES)
+    front, summary = F.split_unclaimed(few)
+    assert [m["variant"] for m in front] == ["one_layer_standard", "a", "b", "c", "d"] and summary == []
+    many = F.other_models(names + ["a", "b", "c", "d", "e"], ["one_layer", "two_layer"], card, FAMILIES)
+    front, summary = F.split_unclaimed(many)
+    assert [m["variant"] for m in front] == ["one_layer_standard"]
+    assert [m["variant"] for m in summary] == ["a", "b", "c", "d", "e"]
+
+
 def test_page_one_lists_every_model_and_names_each_family(manifest, tmp_path):
     """A 3-layer model outside every family is on page 1 with no claims; each family's
     changed verdicts are named by what the family changes, in words, not ids."""
@@ -289,3 +303,19 @@ def test_a_wide_table_is_split_to_fit_the_page(tmp_path):
     # a table that fits stays one table
     narrow = T.render_table({"path": str(path), "columns": ["seed", "layer", "head", "induction"]}, "deep")
     assert narrow.count("<table>") == 1
+
+
+def test_page_one_names_a_grid_in_one_bullet_and_the_summary_reads_each(manifest):
+    from inductionlab.report.render import build_html
+
+    grid = [f"grid_T{t}" for t in (12, 16, 24, 32, 48)]
+    html = build_html({**manifest, "variants": manifest["variants"] + grid})
+    front = html[html.index('class="title-page"'):html.index('id="summary"')]
+    text = html_module.unescape(" ".join(re.sub(r"<[^>]+>", " ", front).split()))
+    assert ("5 more models , no claims: the write-up's claims are about its three models "
+            "(one_layer, two_layer): grid_T12, grid_T16, grid_T24, grid_T32, grid_T48") in text
+    assert "grid_T12 :" not in text  # no bullet of its own
+    summary = html[html.index('id="unclaimed"'):]
+    summary = html_module.unescape(" ".join(re.sub(r"<[^>]+>", " ", summary).split()))
+    for name in grid:
+        assert f"{name} " in summary

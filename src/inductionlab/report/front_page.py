@@ -141,6 +141,19 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
 
 
 NO_CLAIMS = "no claims: the write-up's claims are about its three models"
+# At most this many models without claims get a bullet of their own on page 1; more (a
+# study's grid) are named there in one bullet, and their readings are listed in the summary.
+FRONT_UNCLAIMED = 4
+
+
+def split_unclaimed(others: list[dict], limit: int = FRONT_UNCLAIMED) -> tuple[list[dict], list[dict]]:
+    """``(on page 1, in the summary)`` of :func:`other_models`' list: a model of a family
+    always stays on page 1; the models without claims too, unless there are more than
+    ``limit`` of them, then all of them go to the summary (page 1 names them)."""
+    unclaimed = [m for m in others if not m.get("family")]
+    if len(unclaimed) <= limit:
+        return others, []
+    return [m for m in others if m.get("family")], unclaimed
 
 
 def outcome_of(cell) -> str | None:

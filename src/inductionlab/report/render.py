@@ -310,8 +310,8 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     other model with its family, or with no claims; per family the verdicts that change
     on it, in words; the ones too close to call; caveats."""
     from ..stages.readings.readings import split_offsets
-    from .front_page import (claims_in_words, copy_offsets, family_changes, mechanism,
-                             model_tallies, other_models, task_words, too_close)
+    from .front_page import (NO_CLAIMS, claims_in_words, copy_offsets, family_changes, mechanism,
+                             model_tallies, other_models, split_unclaimed, task_words, too_close)
 
     task = manifest["config"]["task"]
     block_len = int(task["block_len"])
@@ -337,6 +337,7 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
                "mechanism": reading_of(m["variant"])}
               for m in other_models(run_models(manifest, inputs, card), list(tallies), card,
                                     families)]
+    others, unclaimed = split_unclaimed(others)
     comparison = _csv(manifest.get("family_comparison")) if families else None
     changes = family_changes(comparison, families, WRITE_UP_TITLE)
     for change in changes:
@@ -356,7 +357,8 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     close = [{"role": roles.get(c, ""), "claim": c} for c in too_close(scorecard)]
     figure = manifest.get("period_test")
     return {"figure": data_uri(figure) if figure and Path(figure).is_file() else None,
-            "models": models, "others": others, "families": changes,
+            "models": models, "others": others, "unclaimed": unclaimed, "no_claims": NO_CLAIMS,
+            "families": changes,
             "roles": [m["variant"] for m in models],
             "too_close": close,
             "too_close_groups": claims_in_words(close, scorecard, manifest["variants"]),
