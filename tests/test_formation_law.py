@@ -108,7 +108,8 @@ def test_a_linear_law_with_small_noise_is_below():
     assert r["slope"] == pytest.approx(1.0, abs=1e-9) and r["slope_se"] > 0
     assert r["slope_high"] < 2.0 and r["verdict"] == BELOW
     assert r["sentence"].startswith(f"α = {r['slope']:.2f} (95 % interval ")
-    assert "15 points from 5 context lengths × 3 seeds): below 2, the exponent of" in r["sentence"]
+    assert ("15 points from 5 context lengths × 3 seeds): the midpoint comes later in optimiser "
+            "steps the longer the context; below 2, the exponent of") in r["sentence"]
     assert r["sentence"].endswith("(on optimiser steps)")
 
 
@@ -176,6 +177,10 @@ def test_nan_and_non_positive_midpoints_are_dropped_and_counted():
     assert r["dropped"].startswith(f"3 of {len(clean)} midpoints dropped")
     assert "flat: a flat curve has no midpoint" in r["dropped"]
     assert "midpoint not positive" in r["dropped"]
+    # each reason names the context lengths of its dropped midpoints
+    at = clean["context"]
+    assert f"1 at T = {at[0]:g}: no midpoint fitted: flat" in r["dropped"]
+    assert f"1 at T = {at[2]:g}: midpoint not positive" in r["dropped"]
     assert "and 4 seeds" in r["sentence"] and "3 of 20 midpoints dropped" in r["sentence"]
     expected = fit(clean.drop(index=[0, 1, 2])).loc[STEPS]
     assert r["slope"] == pytest.approx(expected["slope"], abs=1e-12)
@@ -314,14 +319,21 @@ def test_the_sentence_for_a_known_row():
            "n_points": 15, "n_contexts": 5, "n_seeds": 3, "bound": 2.0, "bound_clock": STEPS,
            "wide": False, "dropped": "", "note": ""}
     assert law_sentence(row) == (
-        "α = 1.42 (95 % interval 0.95–1.89, 15 points from 5 context lengths × 3 seeds): below 2, "
-        "the exponent of the quadratic bound derived for a simplified two-layer model (on "
-        "optimiser steps)")
+        "α = 1.42 (95 % interval 0.95–1.89, 15 points from 5 context lengths × 3 seeds): the "
+        "midpoint comes later in optimiser steps the longer the context; below 2, the exponent "
+        "of the quadratic bound derived for a simplified two-layer model (on optimiser steps)")
+    earlier = {**row, "slope": -1.31, "slope_low": -1.72, "slope_high": -0.9}
+    assert "): the midpoint comes earlier in optimiser steps the longer the context; below 2" \
+        in law_sentence(earlier)
     wide = {**row, "verdict": CONTAINS, "slope": 1.9, "slope_low": 0.8, "slope_high": 3.1, "wide": True}
     assert "too wide to tell: the interval holds 2, the exponent of" in law_sentence(wide)
     assert law_sentence(wide).endswith("(on optimiser steps), but also 1 and 3")
     negative = {**row, "slope": 0.05, "slope_low": -0.3, "slope_high": 0.4}
     assert "95 % interval −0.30 to 0.40" in law_sentence(negative)
+    assert ("no trend with the context length can be told in optimiser steps (the interval "
+            "holds 0)") in law_sentence(negative)
+    tokens = {**row, "clock": "tokens", "verdict": "not compared"}
+    assert "the longer the context; the quadratic bound" in law_sentence(tokens)
 
 
 def test_the_quantities_are_the_dynamics_fits():
@@ -409,8 +421,8 @@ def test_law_midpoints_dropped_are_counted_with_their_reasons():
     rows = law_fits(on_both_clocks(law_midpoints(phase_rows()), 64)).set_index(["quantity", "clock"])
     content = rows.loc[(CONTENT, STEPS)]
     assert content["n_points"] == 3 and content["n_dropped"] == 3
-    assert "1: no midpoint fitted: no induction head formed" in content["dropped"]
-    assert "1: no midpoint fitted: flat: no single change" in content["dropped"]
+    assert "1 at T = 24: no midpoint fitted: no induction head formed" in content["dropped"]
+    assert "1 at T = 48: no midpoint fitted: flat: no single change" in content["dropped"]
     loss = rows.loc[("loss_pred", STEPS)]
     assert loss["n_points"] == 4 and loss["slope"] == pytest.approx(1.5, abs=0.1)
 

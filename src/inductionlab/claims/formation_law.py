@@ -267,9 +267,9 @@ def _check(frame: pd.DataFrame) -> None:
         raise ValueError(f"the midpoints need the columns {MIDPOINT_COLUMNS}; missing {missing}")
 
 
-def _usable(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The rows with a positive, finite midpoint, and the others counted by why (a ``note``
-    column, where there is one, says why a midpoint is missing)."""
+def _usable(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[float]]]:
+    """The rows with a positive, finite midpoint, and the others' context lengths by why (a
+    ``note`` column, where there is one, says why a midpoint is missing)."""
     midpoint = pd.to_numeric(rows["midpoint"], errors="coerce").astype(float)
     context = pd.to_numeric(rows["context"], errors="coerce").astype(float)
     if not (np.isfinite(context) & (context > 0)).all():
@@ -277,25 +277,26 @@ def _usable(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
         raise ValueError(f"context {bad}: a context length is a positive number of tokens")
     missing = ~np.isfinite(midpoint)
     negative = ~missing & (midpoint <= 0)
-    dropped: dict[str, int] = {}
+    dropped: dict[str, list[float]] = {}  # why -> the context length of each dropped midpoint
     for i in rows.index[missing]:
         note = rows.at[i, "note"] if "note" in rows.columns else None
         why = f"{NO_MIDPOINT}: {note}" if isinstance(note, str) and note else NO_MIDPOINT
-        dropped[why] = dropped.get(why, 0) + 1
+        dropped.setdefault(why, []).append(float(context[i]))
     if negative.any():
-        dropped[NOT_POSITIVE] = int(negative.sum())
+        dropped[NOT_POSITIVE] = [float(c) for c in context[negative]]
     keep = ~missing & ~negative
     # the kept values only: a Series set on a frame left with no row would bring its rows back
     kept = rows[keep].assign(midpoint=midpoint[keep], context=context[keep])
     return kept, dropped
 
 
-def _dropped_text(dropped: dict[str, int], total: int) -> str:
+def _dropped_text(dropped: dict[str, list[float]], total: int) -> str:
+    """"3 of 15 midpoints dropped (2 at T = 12, 16: why; 1 at T = 16: why)"."""
     if not dropped:
         return ""
-    n = sum(dropped.values())
+    n = sum(len(at) for at in dropped.values())
     return f"{n} of {total} midpoints dropped (" + "; ".join(
-        f"{count}: {why}" for why, count in dropped.items()) + ")"
+        f"{len(at)} at T = {_contexts_text(set(at))}: {why}" for why, at in dropped.items()) + ")"
 
 
 def _contexts_text(contexts) -> str:
@@ -364,7 +365,8 @@ def law_fits(frame: pd.DataFrame, *, bound: float = QUADRATIC, bound_clock: str 
                "n_points": len(fit.points), "n_seeds": int(fit.points["seed"].nunique()),
                "n_contexts": int(fit.points["context"].nunique()),
                "contexts": _contexts_text(fit.points["context"].unique()),
-               "n_dropped": sum(fit.dropped.values()), "dropped": _dropped_text(fit.dropped, fit.total),
+               "n_dropped": sum(len(at) for at in fit.dropped.values()),
+               "dropped": _dropped_text(fit.dropped, fit.total),
                "bound": float(bound), "bound_clock": bound_clock, "wide": False, "note": fit.reason}
         line = fit.line
         if line is None:
@@ -445,6 +447,18 @@ def _points_text(row: dict) -> str:
             f"{'s' if contexts != 1 else ''} {by} {seeds} seed{'s' if seeds != 1 else ''}")
 
 
+def direction(slope: float, low: float, high: float, clock: str) -> str:
+    """Which way the midpoint moves with the context length, as far as α's interval tells:
+    "the midpoint comes earlier in optimiser steps the longer the context" (the whole
+    interval below 0), "later" (above 0), or that no trend can be told (it holds 0). A line
+    through the points exactly (low = high) is read by its sign."""
+    if high < 0 or (low == high and slope < 0):
+        return f"the midpoint comes earlier in {clock} the longer the context"
+    if low > 0 or (low == high and slope > 0):
+        return f"the midpoint comes later in {clock} the longer the context"
+    return f"no trend with the context length can be told in {clock} (the interval holds 0)"
+
+
 def law_sentence(row, *, bound_words: str = BOUND_WORDS, resolution: float = RESOLUTION) -> str:
     """One fit of :func:`law_fits` in words: "α = 1.42 (95 % interval 0.95–1.89, 15 points
     from 5 context lengths × 3 seeds): below 2, the exponent of the quadratic bound derived
@@ -464,8 +478,9 @@ def law_sentence(row, *, bound_words: str = BOUND_WORDS, resolution: float = RES
     of_bound = f"{bound}, the exponent of {bound_words}"
     bound_clock = CLOCKS.get(row["bound_clock"], str(row["bound_clock"]))
     verdict = row["verdict"]
+    trend = direction(row["slope"], row["slope_low"], row["slope_high"], clock)
     if verdict == NOT_COMPARED:
-        words = f"on {clock}; {bound_words} speaks of {bound_clock}, so it is not compared on this clock"
+        words = f"{bound_words} speaks of {bound_clock}, so it is not compared on this clock"
     elif verdict == CONTAINS and row.get("wide"):
         reached = [number(e, "g") for e in (row["bound"] - resolution, row["bound"] + resolution)
                    if row["slope_low"] <= e <= row["slope_high"]]
@@ -475,7 +490,7 @@ def law_sentence(row, *, bound_words: str = BOUND_WORDS, resolution: float = RES
         words = f"{'equal to' if exact else 'the interval holds'} {of_bound} (on {clock})"
     else:
         words = f"{verdict} {of_bound} (on {clock})"
-    return f"α = {slope} ({evidence}): {words}{dropped}"
+    return f"α = {slope} ({evidence}): {trend}; {words}{dropped}"
 
 
 def clocks_sentence(fits: pd.DataFrame, variant: str, quantity: str) -> str:
