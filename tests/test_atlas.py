@@ -251,3 +251,24 @@ def test_the_section_names_the_interventions_it_ran(interventions, says, never):
     assert says in text, text
     for words in never:
         assert words not in text, text
+
+
+def test_the_figure_draws_a_change_not_over_hollow_at_the_last_checkpoint():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from inductionlab.experiments.atlas.plots import midpoints_figure
+
+    rows = [{"variant": "two_layer", "context": t, "seed": s, "quantity": q, "clock": "steps",
+             "midpoint": 100.0 * t, "later_than": math.nan}
+            for t in (12, 24, 48) for s in (0, 1) for q in ("induction_content", "loss_pred")]
+    frame = pd.DataFrame(rows)
+    late = (frame["context"] == 12) & (frame["seed"] == 1) & (frame["quantity"] == "induction_content")
+    frame.loc[late, ["midpoint", "later_than"]] = [math.nan, 10_000.0]
+    fig = midpoints_figure(frame, frame.iloc[:0].assign(midpoint_low=[], midpoint_high=[]))
+    content, loss = fig.axes
+    labels = content.get_legend_handles_labels()[1]
+    assert "two_layer: not over by the last step (midpoint later)" in labels
+    hollow = [c for c in content.collections if len(c.get_offsets()) == 1]
+    assert [tuple(c.get_offsets()[0]) for c in hollow] == [(12.0, 10_000.0)]
+    assert not any("not over" in label for label in loss.get_legend_handles_labels()[1])

@@ -415,6 +415,11 @@ def test_law_midpoints_keep_only_single_changes_of_formed_heads_within_the_check
     assert out.loc[(48, 1, "loss_pred"), "midpoint"] == pytest.approx(10.0 * 48 ** 1.5 * 1.1)
     assert out.loc[(24, 1, "loss_pred"), "note"] == "no fit"
     assert out["midpoint"].isna().sum() == 5 and (out["note"] != "").sum() == 5
+    # only the change that is not over knows where its midpoint is not: after the last checkpoint
+    assert out.loc[(12, 1, CONTENT), "later_than"] == 5000.0
+    assert out["later_than"].notna().sum() == 1
+    both = on_both_clocks(law_midpoints(phase_rows()), 64).set_index(["clock", "context", "seed", "quantity"])
+    assert both.loc[("tokens", 12, 1, CONTENT), "later_than"] == 5000.0 * 64 * 12
 
 
 def test_law_midpoints_dropped_are_counted_with_their_reasons():

@@ -90,12 +90,13 @@ def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
     phase_change.csv with the model's context length beside them: ``shape``, ``midpoint``;
     optionally ``formed``, 1 where the head-role rule found an induction head, ``last_step``,
     the last checkpoint, and ``note``, kept where a fit has no midpoint). The result has the
-    columns of :data:`MIDPOINT_COLUMNS` but ``clock``, and ``note``, one row per fit of a
-    quantity of :data:`QUANTITIES`; the midpoint is NaN, with why in ``note``, where the
+    columns of :data:`MIDPOINT_COLUMNS` but ``clock``, ``note`` and ``later_than``, one row
+    per fit of a quantity of :data:`QUANTITIES`; the midpoint is NaN, with why in ``note``, where the
     curve has no single change (a flat curve, two drops), where no induction head formed
     (the content part of a positional-only head, or of a head that never forms, times no
     formation), or where the midpoint lies beyond the last checkpoint (the change is not
-    over: an extrapolation, not a time)."""
+    over: an extrapolation, not a time; ``later_than`` is then that checkpoint, which the
+    midpoint is known to lie beyond, else NaN)."""
     missing = [c for c in ("variant", "context", "seed", "metric", "shape", "midpoint")
                if c not in phase.columns]
     if missing:
@@ -103,7 +104,7 @@ def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
                          f"midpoint; missing {missing}")
     rows = []
     for _, r in phase[phase["metric"].isin(list(QUANTITIES))].iterrows():
-        midpoint, why = float(r["midpoint"]), ""
+        midpoint, why, later_than = float(r["midpoint"]), "", math.nan
         formed = r.get("formed", 1.0)
         last = r.get("last_step", math.nan)
         if not isinstance(r["shape"], str):
@@ -114,12 +115,14 @@ def law_midpoints(phase: pd.DataFrame) -> pd.DataFrame:
             why = "no induction head formed"
         elif pd.notna(last) and midpoint > float(last):
             why = f"midpoint beyond the last checkpoint (step {float(last):g}): the change is not over"
+            later_than = float(last)
         elif math.isnan(midpoint) and isinstance(r.get("note"), str):
             why = r["note"]
         rows.append({"variant": r["variant"], "context": r["context"], "seed": r["seed"],
                      "quantity": r["metric"], "midpoint": math.nan if why else midpoint,
-                     "note": why})
-    return pd.DataFrame(rows, columns=[c for c in MIDPOINT_COLUMNS if c != "clock"] + ["note"])
+                     "note": why, "later_than": later_than})
+    return pd.DataFrame(rows, columns=[c for c in MIDPOINT_COLUMNS if c != "clock"]
+                        + ["note", "later_than"])
 
 
 def tokens_seen(steps, batch_size, context):
@@ -134,7 +137,7 @@ def on_both_clocks(frame: pd.DataFrame, batch_size=None) -> pd.DataFrame:
     column, such as a ``note`` saying why a midpoint is missing, is kept), and a
     ``batch_size`` column or the ``batch_size`` argument (sequences per step); the result
     has its rows once with clock ``steps`` and once with clock ``tokens``, the midpoint
-    then in tokens seen (:func:`tokens_seen`)."""
+    then in tokens seen (:func:`tokens_seen`), as is a ``later_than`` column where there is one."""
     if batch_size is None and "batch_size" not in frame:
         raise ValueError("the tokens clock needs the batch size: a batch_size column or argument")
     batch = frame["batch_size"] if batch_size is None else batch_size
@@ -142,6 +145,9 @@ def on_both_clocks(frame: pd.DataFrame, batch_size=None) -> pd.DataFrame:
     tokens = frame.assign(clock=TOKENS,
                           midpoint=tokens_seen(frame["midpoint"].astype(float), batch,
                                                frame["context"].astype(float)))
+    if "later_than" in frame:
+        tokens["later_than"] = tokens_seen(frame["later_than"].astype(float), batch,
+                                           frame["context"].astype(float))
     return pd.concat([steps, tokens], ignore_index=True)
 
 

@@ -126,9 +126,11 @@ def law_input(points: pd.DataFrame, steps: int) -> pd.DataFrame:
 
 def atlas_midpoints(points: pd.DataFrame, steps: int, batch_size: int) -> pd.DataFrame:
     """The law's midpoints on both clocks (optimiser steps; tokens = steps × batch × T):
-    :data:`~inductionlab.claims.formation_law.MIDPOINT_COLUMNS` and ``note``."""
+    :data:`~inductionlab.claims.formation_law.MIDPOINT_COLUMNS`, ``note`` and
+    ``later_than`` (where a change is not over: the last checkpoint, which its midpoint lies
+    beyond)."""
     both = on_both_clocks(law_midpoints(law_input(points, steps)), batch_size)
-    return both[MIDPOINT_COLUMNS + ["note"]]
+    return both[MIDPOINT_COLUMNS + ["note", "later_than"]]
 
 
 def atlas_law(points: pd.DataFrame, steps: int, batch_size: int, seed: int = 0) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """The formation atlas's figure: the midpoint against the context length T on log–log axes,
 every seed a point, the fitted law with its 95 % band and a slope-2 reference line, one
-panel per quantity (the head's content part, the loss), on optimiser steps."""
+panel per quantity (the head's content part, the loss), on optimiser steps. A change not
+over by the last checkpoint is drawn hollow at that checkpoint: its midpoint lies later."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,16 @@ from ...claims.formation_law import CONTENT, LOSS, QUADRATIC, QUANTITIES, STEPS
 
 def midpoints_figure(midpoints: pd.DataFrame, band: pd.DataFrame):
     """``midpoints``: the law's midpoints (variant, context, seed, quantity, clock,
-    midpoint); ``band``: :func:`~inductionlab.claims.formation_law.law_band`'s rows."""
+    midpoint, and optionally later_than: the last checkpoint of a change that is not over);
+    ``band``: :func:`~inductionlab.claims.formation_law.law_band`'s rows."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FormatStrFormatter
 
     from ...formatting.plots import MAX_WIDTH_IN, SMALL_PT, STYLE, model_colour
 
     midpoints = midpoints[midpoints["clock"] == STEPS]
+    later = midpoints["later_than"] if "later_than" in midpoints else pd.Series(np.nan, midpoints.index)
+    censored = midpoints.assign(later_than=later)[np.isfinite(later.astype(float))]
     band = band[band["clock"] == STEPS]
     variants = list(dict.fromkeys(midpoints["variant"]))
     with plt.rc_context(STYLE):
@@ -30,6 +34,11 @@ def midpoints_figure(midpoints: pd.DataFrame, band: pd.DataFrame):
                 mine = shown[shown["variant"] == variant]
                 ax.scatter(mine["context"], mine["midpoint"], s=14, color=colour, alpha=0.8,
                            label=f"{variant}: each seed")
+                late = censored[(censored["quantity"] == quantity) & (censored["variant"] == variant)]
+                if len(late):
+                    ax.scatter(late["context"], late["later_than"], s=22, marker="^",
+                               facecolors="none", edgecolors=colour,
+                               label=f"{variant}: not over by the last step (midpoint later)")
                 line = band[(band["variant"] == variant) & (band["quantity"] == quantity)]
                 if len(line):
                     ax.plot(line["context"], line["midpoint"], color=colour, lw=1.5,
