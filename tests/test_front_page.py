@@ -32,7 +32,13 @@ def test_mechanism_tells_content_from_position():
     position = mechanism(_reading(0, 5, {4: 0.05, 6: 1.0}), None, 6)
     assert position.startswith("looks at positions, not for a copy")
     assert "accuracy 0.05 on blocks of its untrained period 4 against 1.00 on its trained 6" in position
-    assert mechanism(_reading(2, 1, {}), None, 6) == "looks for a copy in 2 of 5 seeds, at positions in 1"
+    assert mechanism(_reading(2, 1, {}), None, 6) == ("looks for a copy in 2 of 5 seeds, at positions "
+                                                      "in 1, with no head that looks back for the "
+                                                      "target in 2")
+    assert mechanism(_reading(4, 1, {}), None, 6) == "looks for a copy in 4 of 5 seeds, at positions in 1"
+    # a seed with no head is said so, never "at positions in 0"
+    assert mechanism(_reading(2, 0, {}), None, 6) == ("looks for a copy in 2 of 5 seeds, with no head "
+                                                      "that looks back for the target in 3")
     assert mechanism(None, {"copies": [], "suppresses": [0]}, 6) == "its logits suppress the current letter"
 
 

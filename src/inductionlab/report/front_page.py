@@ -123,7 +123,12 @@ def mechanism(reading: pd.Series | None, offsets: dict[str, list[int]] | None,
         elif position == n:
             how = "looks at positions, not for a copy"
         elif content or position:
-            how = f"looks for a copy in {content} of {n} seeds, at positions in {position}"
+            rest = n - content - position  # seeds whose best head does neither
+            said = [f"looks for a copy in {content} of {n} seeds" if content else
+                    f"looks for a copy in none of {n} seeds",
+                    f"at positions in {position}" if position else "",
+                    f"with no head that looks back for the target in {rest}" if rest else ""]
+            how = ", ".join(part for part in said if part)
         else:
             how = "has no head that looks back for the target"
         periods = {int(m.group(1)): reading[k] for k in reading.index
