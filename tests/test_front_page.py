@@ -66,3 +66,27 @@ def test_outcome_verb_agrees_with_its_count():
     assert outcome_verb(ROBUST, 24) == "replicate in every seed"
     assert outcome_verb(ROBUST, 1) == "replicates in every seed"
     assert outcome_verb(TOO_CLOSE_ANY, 3) == "are too close to call"
+
+
+def test_period_figure_of_a_grid_keeps_its_labels_apart():
+    """Sixteen models (a study's grid) with long names: no tick label runs into another."""
+    from figurecheck import legibility_problems
+    from inductionlab.stages.behaviour.period_plots import period_figure
+
+    models = [f"atlas_{v}_T{t}" for v in ("two_layer", "one_layer_smeared") for t in (12, 16, 24, 32, 48)]
+    models += ["one_layer", "one_layer_smeared", "two_layer", "atlas_one_layer_T24",
+               "atlas_two_layer_normal", "atlas_one_layer_smeared_normal"]
+    rows = [{"variant": v, "seed": s, "metric": f"period{n}_{kind}", "value": 0.9}
+            for v in models for s in (0, 1) for n in (2, 3, 6, 9) for kind in ("acc", "trained")]
+    for r in rows:
+        if r["metric"].endswith("_trained"):
+            r["value"] = float(r["metric"] in ("period3_trained", "period6_trained"))
+    fig = period_figure(pd.DataFrame(rows), models, 6)
+    # (the page-1 figure's own 6.5 pt labels and title width are its house style, not this test's)
+    assert [p for p in legibility_problems(fig) if "overlaps" in p] == []
+    for n in range(1, len(models)):
+        fig = period_figure(pd.DataFrame(rows), models[:n], 6)
+        assert [p for p in legibility_problems(fig) if "overlaps" in p] == [], n
+    # the write-up's three models stay side by side
+    three = period_figure(pd.DataFrame(rows), ["one_layer", "one_layer_smeared", "two_layer"], 6)
+    assert three.axes[0].get_xticklabels()[0].get_rotation() == 0

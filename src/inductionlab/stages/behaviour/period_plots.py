@@ -27,6 +27,10 @@ def trained_by_model(behaviour: pd.DataFrame, models: list[str], block_len: int)
     return {m: trained_lengths(behaviour[behaviour["variant"] == m]) or [block_len] for m in models}
 
 
+# the width of a tick label's character at 6.5 pt, in inches (about half the font size)
+CHAR_IN = 0.045
+
+
 def period_figure(behaviour: pd.DataFrame, models: list[str], block_len: int):
     """The figure of page 1: per model, accuracy of the period test on the periods its own
     task trains and on the untrained ones (mean over seeds, whiskers min–max over seeds and
@@ -47,7 +51,12 @@ def period_figure(behaviour: pd.DataFrame, models: list[str], block_len: int):
     predictor = behaviour[behaviour["metric"].astype(str).str.match(r"^period\d+_task_acc$")]
     predictor = predictor.assign(n=predictor["metric"].str.extract(r"^period(\d+)_")[0].astype(int))
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 2.4), constrained_layout=True)
+        # more models than fit side by side (a study's grid): names turned upright, in one line
+        labels = [f"{_wrap_name(m)}\n(trained {ranges_phrase(trained[m])})" for m in models]
+        widest = max(len(line) for label in labels for line in label.split("\n"))
+        upright = len(models) * widest * CHAR_IN > 0.85 * MAX_WIDTH_IN
+        fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 4.0 if upright else 2.4),
+                               constrained_layout=True)
         x = np.arange(len(models))
         for offset, (label, is_trained, colour) in enumerate(
                 (("trained periods (its own task's)", True, "#2a5d8f"),
@@ -66,8 +75,11 @@ def period_figure(behaviour: pd.DataFrame, models: list[str], block_len: int):
             ax.bar(at, means, 0.38, yerr=[lows, highs], capsize=2, color=colour, label=label)
             if not is_trained and not np.isnan(marks).all():
                 ax.plot(at, marks, "kx", ms=5, label="task's Bayes predictor, untrained")
-        ax.set_xticks(x, [f"{_wrap_name(m)}\n(trained {ranges_phrase(trained[m])})" for m in models],
-                      fontsize=6.5)
+        if upright:
+            ax.set_xticks(x, [f"{m}\n(trained {ranges_phrase(trained[m])})" for m in models],
+                          fontsize=6.5, rotation=90)
+        else:
+            ax.set_xticks(x, labels, fontsize=6.5)
         ax.set_ylim(0, 1.3)
         ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
         ax.set_ylabel("accuracy after\nthe first block")
