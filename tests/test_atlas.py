@@ -272,3 +272,7 @@ def test_the_figure_draws_a_change_not_over_hollow_at_the_last_checkpoint():
     hollow = [c for c in content.collections if len(c.get_offsets()) == 1]
     assert [tuple(c.get_offsets()[0]) for c in hollow] == [(12.0, 10_000.0)]
     assert not any("not over" in label for label in loss.get_legend_handles_labels()[1])
+    # one legend, outside the panels, so that it hides no point
+    (legend,) = fig.legends
+    assert "two_layer: not over by the last step (midpoint later)" in [t.get_text() for t in legend.get_texts()]
+    assert content.get_legend() is None and loss.get_legend() is None

@@ -25,7 +25,7 @@ def midpoints_figure(midpoints: pd.DataFrame, band: pd.DataFrame):
     band = band[band["clock"] == STEPS]
     variants = list(dict.fromkeys(midpoints["variant"]))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 3.4), squeeze=False,
+        fig, axes = plt.subplots(1, 2, figsize=(MAX_WIDTH_IN, 4.2), squeeze=False,
                                  constrained_layout=True)
         for ax, quantity in zip(axes[0], (CONTENT, LOSS)):
             shown = midpoints[(midpoints["quantity"] == quantity) & np.isfinite(midpoints["midpoint"])]
@@ -64,6 +64,12 @@ def midpoints_figure(midpoints: pd.DataFrame, band: pd.DataFrame):
             ax.set_xlabel("context length T (tokens)")
             ax.set_ylabel("midpoint (optimiser steps)")
             ax.set_title(QUANTITIES[quantity])
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=SMALL_PT)
+        # one legend for both panels, under them: inside, it would hide the highest points
+        handles = {}
+        for ax in axes[0]:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        if handles:
+            fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                       ncols=3, fontsize=SMALL_PT, frameon=False)
     return fig
