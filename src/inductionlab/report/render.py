@@ -310,7 +310,7 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     other model with its family, or with no claims; per family the verdicts that change
     on it, in words; the ones too close to call; caveats."""
     from ..stages.readings.readings import split_offsets
-    from .front_page import (NO_CLAIMS, claims_in_words, copy_offsets, family_changes, mechanism,
+    from .front_page import (claims_in_words, copy_offsets, family_changes, mechanism,
                              model_tallies, other_models, split_unclaimed, task_words, too_close)
 
     task = manifest["config"]["task"]
@@ -357,7 +357,7 @@ def front_page(manifest: dict, scorecard: pd.DataFrame, inputs: dict,
     close = [{"role": roles.get(c, ""), "claim": c} for c in too_close(scorecard)]
     figure = manifest.get("period_test")
     return {"figure": data_uri(figure) if figure and Path(figure).is_file() else None,
-            "models": models, "others": others, "unclaimed": unclaimed, "no_claims": NO_CLAIMS,
+            "models": models, "others": others, "unclaimed": unclaimed,
             "families": changes,
             "roles": [m["variant"] for m in models],
             "too_close": close,
