@@ -156,6 +156,23 @@ def test_a_change_without_a_head_has_no_ratio():
     assert math.isnan(row["ratio"]) and row["formed"] == "0 of 1" and "1 of 1 seeds" in row["note"]
 
 
+def test_a_held_match_is_named_in_its_row_and_no_other():
+    """A clamp of B holds the pattern the content part reads: its row says so."""
+    from inductionlab.experiments.atlas.analysis import HELD_MATCH_NOTE
+
+    s = settings(contexts=[24], variants=["two_layer"], control=None, inits=["uniform"],
+                 interventions=[{"kind": "clamp", "part": "B", "reference": "handbuilt"},
+                                {"kind": "clamp", "part": "C", "reference": "handbuilt"}])
+    grid = grid_points(s, CONFIG)
+    rows = (_fit_rows("atlas_two_layer_T24", 0, 100.0, 50.0)
+            + _fit_rows("atlas_two_layer_clampB_handbuilt", 0, 300.0, 50.0)
+            + _fit_rows("atlas_two_layer_clampC_handbuilt", 0, 300.0, 50.0))
+    points = atlas_points(pd.DataFrame(rows), pd.DataFrame(columns=["variant", "seed", "metric", "value",
+                                                                    "low", "high"]), _grid(grid))
+    notes = atlas_changes(points).set_index("intervention")["note"]
+    assert notes["clampB_handbuilt"] == HELD_MATCH_NOTE and notes["clampC_handbuilt"] == ""
+
+
 TABLES = ("points", "midpoints", "law", "band", "changes", "sentences")
 
 

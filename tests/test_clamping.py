@@ -393,3 +393,116 @@ def test_the_train_command_takes_another_models_reference_and_refuses_a_wrong_on
     assert (record.identity.model, record.identity.seed) == ("clamped", 0)
     assert str(reference) in record.inputs  # what the clamped model was made from
     assert ("reference", 0) in {(c.model, c.seed) for c in record.covers}
+
+
+# ---------------------------------------------------------------- a clamped model, analysed
+
+def _logged_validation(folder) -> dict:
+    return pd.read_csv(folder / "train_log.csv").iloc[-1].to_dict()
+
+
+def _validation(spec):
+    from inductionlab.core.data import validation_set
+
+    parsed = Spec.of(spec)
+    return validation_set(parsed.train.val_size, parsed.task, parsed.train.val_seed)
+
+
+@pytest.mark.parametrize("part, reference, smeared", [
+    ("A", "handbuilt", False), ("B", "handbuilt", False), ("C", "handbuilt", False),
+    ("A", "handbuilt", True), ("C", "trained", False)])
+def test_a_loaded_clamped_model_runs_under_its_clamp_as_it_trained(tmp_path, part, reference, smeared):
+    """The training log's validation is the clamped model's: a loaded model gives it
+    again, and with ``clamped=False`` the log's unclamped columns (its weights alone)."""
+    from inductionlab.core.loading import load_model
+    from inductionlab.core.metrics import evaluate
+
+    model = {"n_layers": 1, "smear_layers": [0]} if smeared else {}
+    spec = with_intervention(tiny_spec(steps=20, **model),
+                             {"kind": "clamp", "part": part, "reference": reference})
+    ref = _reference(tmp_path, spec) if reference == "trained" else None
+    train(spec, tmp_path / "out", reference=ref, log=lambda msg: None)
+    logged, val = _logged_validation(tmp_path / "out"), _validation(spec)
+    loaded, _ = load_model(tmp_path / "out" / "model.pt")
+    alone, _ = load_model(tmp_path / "out" / "model.pt", clamped=False)
+    assert loaded.clamp is not None and alone.clamp is None
+    clamped, own = evaluate(loaded, val), evaluate(alone, val)
+    for key, column in UNCLAMPED.items():
+        assert clamped[key] == pytest.approx(logged[f"val_{key}"], abs=1e-6)
+        assert own[key] == pytest.approx(logged[column], abs=1e-6)
+    with torch.no_grad():  # two different models
+        assert (loaded(val.tokens) - alone(val.tokens)).abs().max() > 1e-4
+
+
+def test_a_loaded_match_clamp_shows_the_handbuilt_pattern_in_every_chunk(tmp_path):
+    """Analyses read the pattern from run_with_cache, which runs in chunks: the clamp is
+    held on each chunk's own sequences."""
+    from inductionlab.core.bounds import EVAL_CHUNK
+    from inductionlab.core.loading import load_model
+
+    spec = with_intervention(tiny_spec(steps=2), {"kind": "clamp", "part": "B",
+                                                  "reference": "handbuilt"})
+    train(spec, tmp_path, log=lambda msg: None)
+    loaded, _ = load_model(tmp_path / "model.pt")
+    tokens = _tokens(n=EVAL_CHUNK + 7)
+    with torch.no_grad():
+        _, cache = loaded.run_with_cache(tokens)
+    expected = induction_pattern(tokens)[:, None].expand(-1, 4, -1, -1)
+    torch.testing.assert_close(cache.pattern[1], expected, rtol=0, atol=0)
+    assert not torch.equal(cache.pattern[0], cache.pattern[0][:1].expand_as(cache.pattern[0]))
+
+
+def test_another_intervention_on_a_clamped_model_edits_what_the_clamp_leaves():
+    """An ablation of a clamped model: the clamp first (it is the model), then the
+    ablation; a copy clamp multiplies its vectors by the pattern the heads finally use."""
+    from inductionlab.core.model import Intervention
+
+    class UniformLastLayer(Intervention):
+        def pattern(self, layer, pattern):
+            if layer != 1:
+                return pattern
+            T = pattern.shape[-1]
+            causal = torch.ones(T, T).tril()
+            return (causal / causal.sum(-1, keepdim=True)).expand_as(pattern)
+
+    class SilentHead0(Intervention):
+        def head_out(self, layer, head_out):
+            out = head_out.clone()
+            out[:, 0] = 0.0 if layer == 1 else out[:, 0]
+            return out
+
+    cfg = MODELS["two_layer"]
+    model, tokens = build_model(cfg, 0).eval(), _tokens(n=3)
+    model.clamp = clamp_for(_clamp("C", "handbuilt"), cfg)
+    with torch.no_grad():
+        _, uniform = model.run_with_cache(tokens, UniformLastLayer())
+        _, silent = model.run_with_cache(tokens, SilentHead0())
+    vectors = copying_values_out(model, tokens)
+    torch.testing.assert_close(uniform.head_out[1], uniform.pattern[1] @ vectors, rtol=0, atol=1e-6)
+    causal = torch.ones(24, 24).tril()
+    torch.testing.assert_close(uniform.pattern[1][0, 0], causal / causal.sum(-1, keepdim=True))
+    assert torch.count_nonzero(silent.head_out[1][:, 0]) == 0
+    torch.testing.assert_close(silent.head_out[1][:, 1:], (silent.pattern[1] @ vectors)[:, 1:],
+                               rtol=0, atol=1e-6)
+
+
+def test_a_model_clamped_to_a_trained_reference_names_it_and_refuses_another(tmp_path):
+    from inductionlab.core.loading import BadInput, load_model
+
+    spec = with_intervention(tiny_spec(steps=4), {"kind": "clamp", "part": "A",
+                                                  "reference": "trained"})
+    reference = _reference(tmp_path, spec)
+    train(spec, tmp_path / "out", reference=reference, log=lambda msg: None)
+    payload = torch.load(tmp_path / "out" / "model.pt", weights_only=True)
+    assert payload["reference"]["path"] == "../reference0/model.pt"
+    load_model(tmp_path / "out" / "model.pt")
+    save_model(reference, build_model(Spec.of(spec).model, 3),
+               {**spec, "variant": "reference", "train": tiny_spec()["train"]})
+    with pytest.raises(BadInput, match=r"its clamp's reference .*reference0/model\.pt is not the "
+                                       r"file it trained with \(its SHA-256 differs\)") as err:
+        load_model(tmp_path / "out" / "model.pt")
+    assert "\n" not in str(err.value) and "retrain" in str(err.value)
+    reference.unlink()
+    with pytest.raises(BadInput, match=r"its clamp's reference .* is missing"):
+        load_model(tmp_path / "out" / "model.pt")
+    assert load_model(tmp_path / "out" / "model.pt", clamped=False)[0].clamp is None

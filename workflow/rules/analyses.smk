@@ -43,6 +43,9 @@ rule analyse:
     input:
         sorted({str(p) for a in MODEL_ANALYSES.values()
                 for p in [*a["input"].values(), *a["extra"]]} - set(ANALYSIS_OUTPUTS)),
+        # a model clamped to a trained reference runs under its clamp: the reference's
+        # model.pt (same seed), which its model.pt names
+        reference=reference_model_file,
     output:
         ANALYSIS_OUTPUTS,
     params:

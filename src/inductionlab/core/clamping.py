@@ -203,6 +203,14 @@ class Clamp(Intervention):
 
     head_outputs = False
 
+    def observe_pattern(self, layer: int, pattern: torch.Tensor) -> None:
+        """See the pattern a layer's heads finally use (after any other intervention)."""
+
+    def beneath(self, intervention: Intervention) -> Intervention:
+        """``intervention`` applied to the model as it trained, under this clamp
+        (:class:`UnderClamp`); this clamp alone for none."""
+        return self if type(intervention) is Intervention else UnderClamp(self, intervention)
+
     def _handbuilt(self, model, tokens) -> dict:
         raise NotImplementedError
 
@@ -270,14 +278,46 @@ class ClampCopy(Clamp):
         return {"values_out": values_out(self.reference, cache, self.last)}
 
     def pattern(self, layer, pattern):
+        self.observe_pattern(layer, pattern)
+        return pattern
+
+    def observe_pattern(self, layer, pattern):
         if layer == self.last:
             self._pattern = pattern
-        return pattern
 
     def head_out(self, layer, head_out):
         if layer != self.last:
             return head_out
         return self._pattern @ self.held["values_out"]
+
+
+class UnderClamp(Intervention):
+    """Another intervention (an ablation, say) on a model that runs under its training
+    clamp: the clamp is part of the model as trained, so its hooks come first and the
+    other intervention edits what they leave; a copy clamp (C) multiplies its held vectors
+    by the pattern the heads finally use."""
+
+    needs_head_out = True
+
+    def __init__(self, clamp: Clamp, outer: Intervention):
+        self.clamp, self.outer = clamp, outer
+
+    def layer_inputs(self, layer, cache):
+        return self.outer.layer_inputs(layer, cache)
+
+    def use_smear(self, layer):
+        return self.outer.use_smear(layer)
+
+    def smear_gate(self, layer, gate):
+        return self.outer.smear_gate(layer, self.clamp.smear_gate(layer, gate))
+
+    def pattern(self, layer, pattern):
+        final = self.outer.pattern(layer, self.clamp.pattern(layer, pattern))
+        self.clamp.observe_pattern(layer, final)
+        return final
+
+    def head_out(self, layer, head_out):
+        return self.outer.head_out(layer, self.clamp.head_out(layer, head_out))
 
 
 def clamp_for(setting: TrainingIntervention, cfg: ModelConfig,

@@ -137,10 +137,12 @@ def _refuse_non_finite(path, tensors: dict) -> None:
                        "the model diverged or the file is corrupt", hint=None)
 
 
-def load_model(path, device="cpu"):
+def load_model(path, device="cpu", clamped: bool = True):
     """``(model, spec)`` from a ``model.pt``: eval mode, on ``device``, weights checked finite;
     ``spec`` the :class:`~inductionlab.core.spec.Spec` it was trained from. Its attention
-    is the explicit form, as in a model rebuilt from ``weights.npz``."""
+    is the explicit form, as in a model rebuilt from ``weights.npz``. A model trained
+    under a clamp (``train.intervention``) runs under the same clamp (``model.clamp``),
+    as it trained, unless ``clamped`` is False: then its own weights alone."""
     from .model import AttentionOnlyTransformer, ModelConfig
     from .spec import Spec
 
@@ -159,7 +161,36 @@ def load_model(path, device="cpu"):
         model.load_state_dict(payload["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as err:
         raise BadInput(path, f"its weights do not fit its model config ({str(err)[:200]})") from None
+    if clamped:
+        model.clamp = training_clamp(path, payload, spec, device)
     return model.to(device).eval(), spec
+
+
+def training_clamp(path, payload: dict, spec, device="cpu"):
+    """The :class:`~inductionlab.core.clamping.Clamp` the model in ``path`` (its
+    ``payload``) trained under, or None: a clamp to a trained reference reads the model.pt
+    its training named (by its path from ``path``'s folder), checked to be that file by
+    its SHA-256."""
+    setting = spec.train.intervention
+    if setting is None or setting.kind != "clamp":
+        return None
+    from .clamping import clamp_for
+
+    reference = None
+    if setting.needs_reference:
+        named = payload.get("reference")
+        if not isinstance(named, dict) or not {"path", "sha256"} <= set(named):
+            raise BadInput(path, f"was trained with {setting.label} but does not name the "
+                           "reference it trained with", hint=retrain(path))
+        where = Path(path).parent / str(named["path"])
+        if not where.is_file():
+            raise BadInput(path, f"its clamp's reference {where} is missing: the model runs "
+                           "under the activations of that file", hint=retrain(path))
+        if records.sha256(where) != named["sha256"]:
+            raise BadInput(path, f"its clamp's reference {where} is not the file it trained "
+                           "with (its SHA-256 differs)", hint=retrain(path))
+        reference = load_reference(where, spec).to(device)
+    return clamp_for(setting, spec.model, reference)
 
 
 def load_reference(path, spec):
@@ -167,7 +198,7 @@ def load_reference(path, spec):
     vocabulary, context length, positions, smear) and the same seed, trained without an
     intervention; :class:`~inductionlab.core.loading.BadInput` in one line otherwise."""
     with records.another_model():  # another model's file, read on purpose
-        reference, trained = load_model(path)
+        reference, trained = load_model(path, clamped=False)
     if trained.model != spec.model:
         mine, theirs = spec.model.to_dict(), trained.model.to_dict()
         diff = ", ".join(f"{k}={theirs[k]!r} (not {mine[k]!r})" for k in mine if mine[k] != theirs[k])
@@ -337,8 +368,11 @@ def read_table(path, columns=(), kind: str | None = None, **read_csv_args):
     return frame
 
 
-def save_model(path, model, spec) -> None:
-    """Write a model and its spec to ``path`` (atomically), as :func:`load_model` reads it."""
+def save_model(path, model, spec, reference=None) -> None:
+    """Write a model and its spec to ``path`` (atomically), as :func:`load_model` reads it.
+    ``reference``: the model.pt of the trained reference a clamp held during training,
+    named by its path from ``path``'s folder and its SHA-256, so that an analysis runs the
+    model under the same clamp and knows the reference for the one it trained with."""
     import torch
 
     from .. import atomic
@@ -347,5 +381,8 @@ def save_model(path, model, spec) -> None:
     payload = {"spec": Spec.of(spec).to_dict(), "model_config": model.cfg.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "torch_version": str(torch.__version__)}
+    if reference is not None:
+        where = os.path.relpath(Path(reference).resolve(), Path(path).resolve().parent)
+        payload["reference"] = {"path": where, "sha256": records.sha256(reference)}
     with atomic.atomic_path(path, identity=records.spec_identity(payload["spec"])) as tmp:
         torch.save(payload, tmp)

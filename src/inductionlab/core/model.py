@@ -247,6 +247,11 @@ class AttentionOnlyTransformer(nn.Module):
         # "sdpa", PyTorch's fused kernel (on a GPU, in training steps only).
         # :func:`choose_attention` sets it for training; analyses keep the explicit form.
         self.attention_form = "explicit"
+        # The clamp a model was trained under (:mod:`.clamping`), once it is loaded for
+        # analysis: every pass holds it on its own tokens and runs under it, beneath any
+        # intervention the pass is given, so that the model is measured as it trained.
+        # None while training, which holds its clamp itself.
+        self.clamp = None
         V, D, H, d, L, T = (cfg.vocab_size, cfg.d_model, cfg.n_heads, cfg.d_head,
                             cfg.n_layers, cfg.seq_len)
         self.W_E = nn.Parameter(torch.empty(V, D))
@@ -316,6 +321,10 @@ class AttentionOnlyTransformer(nn.Module):
         B, T = tokens.shape
         if T > cfg.seq_len:
             raise ValueError(f"sequence length {T} exceeds the model's seq_len={cfg.seq_len}")
+        if self.clamp is not None:
+            self.clamp.hold(self, tokens)
+            intervention = self.clamp.beneath(intervention)
+            per_head = per_head or needs_head_out(intervention)
         cache = Cache(tokens=tokens)
         cache.resid.append(self.W_E[tokens])
         pos = self.pos[:T]

@@ -103,6 +103,7 @@ class _SeedRun:
         self.rows: list[dict] = []
         self.resume = ResumeState(out_dir, resume_key(spec, mode))
         self.clamp = None  # a clamped run's Clamp: validated with and without it
+        self.reference = None  # the trained reference's model.pt, named in model.pt
         for path in self.resume.prepare():
             log(f"[{self.name}] removed {path}, left by a killed or changed run")
 
@@ -194,7 +195,7 @@ class _SeedRun:
                 "nothing was published. Lower train.lr.")
         self.resume.publish_checkpoints()
         atomic.write_csv(self.out_dir / "train_log.csv", pd.DataFrame(self.rows))
-        save_model(self.out_dir / MODEL_FILE, model, self.spec)
+        save_model(self.out_dir / MODEL_FILE, model, self.spec, reference=self.reference)
         self.resume.remove()
         return self.rows[-1]
 
@@ -261,7 +262,7 @@ def train(spec: Spec | dict, out_dir: str | Path, threads: int = 1, log=None,
         f"{attention} attention{', compiled' if compiled else ''}"
         + (f", {setting.label}" + (f" ({reference})" if needs else "") if setting else ""))
     run = _SeedRun(spec, out_dir, val, log, mode=mode)
-    run.clamp = clamp
+    run.clamp, run.reference = clamp, reference if needs else None
     elapsed0 = 0.0
     first, state = run.newest(run.resume.steps())
     saved = state is not None

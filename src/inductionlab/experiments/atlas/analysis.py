@@ -35,6 +35,11 @@ POINTS_COLUMNS = (POINT_KEYS
                   + ["formed", "acc_pred", "acc_pred_low", "acc_pred_high", "floor_acc_pred",
                      "floor_share", "content_ratio", "note"])
 SENTENCE_COLUMNS = ["variant", "base", "metric", "text"]
+# A clamp of B holds the last layer's pattern, which the head's content part reads: what
+# the table's fit and "formed" count measure there is the clamp, not something learned.
+HELD_MATCH = "clampB"
+HELD_MATCH_NOTE = ("the last layer's pattern is the clamp's: its content part and the formed "
+                   "count read the held pattern, not a learned one")
 CHANGES_COLUMNS = ["variant", "model", "change", "init", "intervention", "n_seeds", "ratio",
                    "ratio_low", "ratio_high", "shapes", "formed", "note"]
 
@@ -160,17 +165,20 @@ def atlas_changes(points: pd.DataFrame) -> pd.DataFrame:
         n = len(mine)
         logs = [math.log(r) for r in mine["content_ratio"] if np.isfinite(r) and r > 0]
         mean, low, high = mean_interval(logs)
-        note = ""
+        notes = []
         if len(logs) < n:
-            note = (f"{n - len(logs)} of {n} seeds without a ratio (no head formed with one "
-                    "change, here or in the unchanged run)")
+            notes.append(f"{n - len(logs)} of {n} seeds without a ratio (no head formed with one "
+                         "change, here or in the unchanged run)")
+        if str(first["intervention"]).startswith(HELD_MATCH):
+            notes.append(HELD_MATCH_NOTE)
         rows.append({"variant": first["variant"], "model": model, "change": first["role"],
                      "init": first["init"], "intervention": first["intervention"], "n_seeds": n,
                      "ratio": math.exp(mean) if np.isfinite(mean) else math.nan,
                      "ratio_low": math.exp(low) if np.isfinite(low) else math.nan,
                      "ratio_high": math.exp(high) if np.isfinite(high) else math.nan,
                      "shapes": _counted(mine["content_shape"], n),
-                     "formed": f"{int((mine['formed'] == 1.0).sum())} of {n}", "note": note})
+                     "formed": f"{int((mine['formed'] == 1.0).sum())} of {n}",
+                     "note": "; ".join(notes)})
     return pd.DataFrame(rows, columns=CHANGES_COLUMNS)
 
 
