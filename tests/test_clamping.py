@@ -410,7 +410,8 @@ def _validation(spec):
 
 @pytest.mark.parametrize("part, reference, smeared", [
     ("A", "handbuilt", False), ("B", "handbuilt", False), ("C", "handbuilt", False),
-    ("A", "handbuilt", True), ("C", "trained", False)])
+    ("A", "handbuilt", True), ("A", "trained", False), ("B", "trained", False),
+    ("C", "trained", False), ("A", "trained", True)])
 def test_a_loaded_clamped_model_runs_under_its_clamp_as_it_trained(tmp_path, part, reference, smeared):
     """The training log's validation is the clamped model's: a loaded model gives it
     again, and with ``clamped=False`` the log's unclamped columns (its weights alone)."""
