@@ -176,3 +176,23 @@ def test_algorithms_match_by_architecture():
     twice = {**algorithms, "a4": {"applies_to": {"n_layers": 2, "smeared": False}}}
     with pytest.raises(ValueError, match="a3, a4"):
         matching_algorithms(twice, {"n_layers": 2, "smear_layers": []})
+
+
+@pytest.mark.parametrize("part, reference", [("A", "trained"), ("C", "trained"), ("C", "handbuilt"),
+                                             ("A", "handbuilt"), ("B", "handbuilt")])
+def test_terms_of_a_model_under_its_training_clamp_sum_to_its_logits(part, reference):
+    """A clamp that holds heads' outputs: each held head's output is split by the key its
+    held vector sits at, and the terms still sum to the clamped model's logits."""
+    from inductionlab.core.clamping import TrainingIntervention, clamp_for
+
+    cfg = ModelConfig(n_layers=2)
+    model, other = build_model(cfg, seed=3), build_model(cfg, seed=4)
+    model.clamp = clamp_for(TrainingIntervention("clamp", part, reference), cfg,
+                            other if reference == "trained" else None)
+    tokens = torch.randint(0, V, (6, T), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        terms = path_terms(model, tokens)
+        total = sum(t.sum(dim=2) for t in terms.values()) @ model.W_U
+        assert torch.allclose(total, model(tokens), atol=1e-5)
+        model.clamp = None
+        assert not torch.allclose(total, model(tokens), atol=1e-3)  # the clamp is seen

@@ -206,6 +206,12 @@ class Clamp(Intervention):
     def observe_pattern(self, layer: int, pattern: torch.Tensor) -> None:
         """See the pattern a layer's heads finally use (after any other intervention)."""
 
+    def held_values(self, layer: int) -> torch.Tensor | None:
+        """[B, H, T, D]: where this clamp replaces a layer's heads' outputs, the held
+        value-to-output vectors o_j whose pattern-weighted sum each head writes (the
+        same pattern as the pass's); None for a layer it leaves computed by the weights."""
+        return None
+
     def beneath(self, intervention: Intervention) -> Intervention:
         """``intervention`` applied to the model as it trained, under this clamp
         (:class:`UnderClamp`); this clamp alone for none."""
@@ -228,7 +234,12 @@ class ClampPreviousToken(Clamp):
         return {"pattern": previous_token_pattern(tokens.shape[1]).to(tokens.device)}
 
     def _trained(self, cache):
-        return {"pattern": cache.pattern[0], "head_out": cache.head_out[0]}
+        return {"pattern": cache.pattern[0], "head_out": cache.head_out[0], "cache": cache}
+
+    def held_values(self, layer):
+        if layer != 0 or "cache" not in self.held:
+            return None
+        return values_out(self.reference, self.held["cache"], 0)  # only where asked: not in training
 
     def pattern(self, layer, pattern):
         return self.held["pattern"].expand_as(pattern) if layer == 0 else pattern
@@ -289,6 +300,9 @@ class ClampCopy(Clamp):
         if layer != self.last:
             return head_out
         return self._pattern @ self.held["values_out"]
+
+    def held_values(self, layer):
+        return self.held["values_out"] if layer == self.last else None
 
 
 class UnderClamp(Intervention):

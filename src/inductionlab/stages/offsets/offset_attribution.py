@@ -107,15 +107,31 @@ def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torc
     when given)."""
     _, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
     cfg = model.cfg
+    held = _held_values(model, tokens)
     embed = model.W_E[tokens]  # [B, T, D]
     eye = torch.eye(tokens.shape[1], dtype=embed.dtype)
     ov = [torch.einsum("hDd,hde->hDe", model.W_V[l], model.W_O[l]) for l in range(cfg.n_layers)]
     terms: dict[tuple[str, ...], torch.Tensor] = {(): torch.einsum("im,bmD->bimD", eye, embed)}
     for path in path_names(cfg.n_layers, cfg.n_heads)[1:]:  # a path after its prefix
         l, h = last_head(path[-1])
+        if l in held:  # constants per key: the whole output from the key's own source
+            terms[path] = (torch.einsum("bij,bjD->bijD", cache.pattern[l][:, h], held[l][:, h])
+                           if len(path) == 1 else torch.zeros_like(terms[()]))
+            continue
         terms[path] = torch.einsum("bij,bjmD,De->bime", cache.pattern[l][:, h],
                                    terms[path[:-1]], ov[l][h])
     return {component_name(p): t for p, t in terms.items()}
+
+
+def _held_values(model, tokens: torch.Tensor) -> dict[int, torch.Tensor]:
+    """Layer -> [B, H, T, D]: the value-to-output vectors a model's training clamp holds
+    on ``tokens`` (:meth:`~inductionlab.core.clamping.Clamp.held_values`), for the layers
+    whose heads' outputs it replaces; none without such a clamp."""
+    clamp = getattr(model, "clamp", None)
+    if clamp is None:
+        return {}
+    clamp.hold(model, tokens)
+    return {l: v for l in range(model.cfg.n_layers) if (v := clamp.held_values(l)) is not None}
 
 
 def centred_unembedding(model) -> torch.Tensor:
