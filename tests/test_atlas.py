@@ -140,6 +140,7 @@ def test_the_tables_recover_a_quadratic_law_and_a_doubled_midpoint(tmp_path):
     assert list(changes.columns) == CHANGES_COLUMNS and len(changes) == 1
     row = changes.iloc[0]
     assert row["ratio"] == pytest.approx(2.0) and row["shapes"] == "smooth in 3 of 3"
+    assert row["loss_ratio"] == pytest.approx(3.0)
     assert row["formed"] == "3 of 3"
 
 
@@ -171,6 +172,28 @@ def test_a_held_match_is_named_in_its_row_and_no_other():
                                                                     "low", "high"]), _grid(grid))
     notes = atlas_changes(points).set_index("intervention")["note"]
     assert notes["clampB_handbuilt"] == HELD_MATCH_NOTE and notes["clampC_handbuilt"] == ""
+
+
+def test_a_held_pattern_is_timed_by_its_loss_alone():
+    """A clamp of B holds an induction pattern from step 0: its content curve is flat at a
+    fitted midpoint below 0 and its head counts as formed. It gives no content ratio (not a
+    negative one), while its loss, learning 5 times sooner, gives a loss ratio of 0.2."""
+    s = settings(contexts=[24], variants=["two_layer"], control=None, inits=["uniform"],
+                 interventions=[{"kind": "clamp", "part": "B", "reference": "handbuilt"}])
+    grid = grid_points(s, CONFIG)
+    rows = []
+    for seed in range(3):
+        rows += _fit_rows("atlas_two_layer_T24", seed, 1000.0 + seed, 500.0 + 10 * seed)
+        rows += _fit_rows("atlas_two_layer_clampB_handbuilt", seed, -0.39, 100.0 + 2 * seed,
+                          shape="flat")
+    points = atlas_points(pd.DataFrame(rows), pd.DataFrame(columns=["variant", "seed", "metric", "value",
+                                                                    "low", "high"]), _grid(grid))
+    held = points[points["intervention"] == "clampB_handbuilt"]
+    assert held["content_ratio"].isna().all() and (held["formed"] == 1.0).all()
+    assert np.allclose(held["loss_ratio"], 0.2)
+    row = atlas_changes(points).iloc[0]
+    assert math.isnan(row["ratio"]) and row["loss_ratio"] == pytest.approx(0.2)
+    assert row["loss_ratio_low"] == pytest.approx(0.2) == row["loss_ratio_high"] and row["shapes"] == "flat in 3 of 3"
 
 
 TABLES = ("points", "midpoints", "law", "band", "changes", "sentences")

@@ -5,15 +5,14 @@
   intervals, shape and the phase-change verdict: the stacked, decided phase_change
   table's), whether an induction head formed (the head-role rule's ``formed``), the
   accuracy on predictable targets beside the task's floor (the Bayes predictor's accuracy)
-  and the share of it reached, and the content midpoint as a
-  ratio to the same seed's unchanged model at the same T (for the initialisation and
-  intervention points).
+  and the share of it reached, and the content and loss midpoints as ratios to the same
+  seed's unchanged model at the same T (for the initialisation and intervention points).
 - :func:`atlas_law`: the law of formation time on both clocks
   (:mod:`inductionlab.claims.formation_law`) over the context axis of each variant, and
   its band for the figure (:func:`atlas_band`).
-- :func:`atlas_changes`: per initialisation and intervention point, the ratio over seeds
-  (the mean of ln ratio with its 95 % t interval, exponentiated), the shapes and how many
-  seeds formed a head.
+- :func:`atlas_changes`: per initialisation and intervention point, the content and loss
+  ratios over seeds (the mean of ln ratio with its 95 % t interval, exponentiated), the
+  shapes and how many seeds formed a head.
 """
 from __future__ import annotations
 
@@ -33,15 +32,18 @@ POINT_KEYS = ["model", "variant", "role", "context", "init", "intervention", "se
 POINTS_COLUMNS = (POINT_KEYS
                   + [f"content_{c}" for c in FIT_COLUMNS] + [f"loss_{c}" for c in FIT_COLUMNS]
                   + ["formed", "acc_pred", "acc_pred_low", "acc_pred_high", "floor_acc_pred",
-                     "floor_share", "content_ratio", "note"])
+                     "floor_share", "content_ratio", "loss_ratio", "note"])
 SENTENCE_COLUMNS = ["variant", "base", "metric", "text"]
 # A clamp of B holds the last layer's pattern, which the head's content part reads: what
-# the table's fit and "formed" count measure there is the clamp, not something learned.
+# the table's fit and "formed" count measure there is the clamp, not something learned, and
+# the pattern has no formation to time; the loss's midpoint times what is left to learn.
 HELD_MATCH = "clampB"
-HELD_MATCH_NOTE = ("the last layer's pattern is the clamp's: its content part and the formed "
-                   "count read the held pattern, not a learned one")
+HELD_MATCH_NOTE = ("no content ratio: the last layer's pattern is the clamp's from the first "
+                   "step, so the content part and the formed count read the held pattern, not a "
+                   "learned one; the loss ratio times what the model learns around it")
 CHANGES_COLUMNS = ["variant", "model", "change", "init", "intervention", "n_seeds", "ratio",
-                   "ratio_low", "ratio_high", "shapes", "formed", "note"]
+                   "ratio_low", "ratio_high", "loss_ratio", "loss_ratio_low", "loss_ratio_high",
+                   "shapes", "formed", "note"]
 
 
 def _fit(rows: pd.DataFrame, metric: str, prefix: str) -> dict:
@@ -93,26 +95,33 @@ def atlas_points(phase: pd.DataFrame, behaviour: pd.DataFrame, grid: list[dict])
                 isinstance(content["note"].iloc[0], str) else ""
             rows.append(row)
     frame = pd.DataFrame(rows, columns=POINTS_COLUMNS)
-    frame["content_ratio"] = [
-        _ratio(frame, by_model[m]["baseline"], s, mid, formed)
-        if by_model[m]["baseline"] != m else math.nan
-        for m, s, mid, formed in zip(frame["model"], frame["seed"], frame["content_midpoint"],
-                                     frame["formed"])]
+    for prefix, needs_head in (("content", True), ("loss", False)):
+        frame[f"{prefix}_ratio"] = [
+            _ratio(frame, by_model[row["model"]]["baseline"], row, prefix, needs_head)
+            if by_model[row["model"]]["baseline"] != row["model"] else math.nan
+            for _, row in frame.iterrows()]
     return frame
 
 
-def _ratio(frame: pd.DataFrame, baseline: str, seed: int, midpoint: float, formed: float) -> float:
-    """The content midpoint over the same seed's baseline's, where both formed a head with
-    one change (NaN otherwise)."""
-    base = frame[(frame["model"] == baseline) & (frame["seed"] == seed)]
-    if base.empty or not _timed(base.iloc[0]["content_shape"], base.iloc[0]["formed"]) \
-            or not np.isfinite(midpoint) or formed != 1.0:
+def _ratio(frame: pd.DataFrame, baseline: str, row: pd.Series, prefix: str, needs_head: bool) -> float:
+    """``row``'s ``{prefix}_midpoint`` over the same seed's baseline's, where both fits made
+    one change (a phase change or a smooth rise), and, with ``needs_head``, both formed a
+    head; NaN otherwise."""
+    base = frame[(frame["model"] == baseline) & (frame["seed"] == row["seed"])]
+    if base.empty:
         return math.nan
-    return float(midpoint) / float(base.iloc[0]["content_midpoint"])
+    base = base.iloc[0]
+    if not (_timed(base, prefix, needs_head) and _timed(row, prefix, needs_head)):
+        return math.nan
+    return float(row[f"{prefix}_midpoint"]) / float(base[f"{prefix}_midpoint"])
 
 
-def _timed(shape, formed) -> bool:
-    return isinstance(shape, str) and shape in ("phase change", "smooth") and formed == 1.0
+def _timed(row: pd.Series, prefix: str, needs_head: bool) -> bool:
+    """The fit made one change at a finite, positive midpoint (and a head formed, when
+    ``needs_head``)."""
+    shape, midpoint = row[f"{prefix}_shape"], row[f"{prefix}_midpoint"]
+    return (isinstance(shape, str) and shape in ("phase change", "smooth")
+            and np.isfinite(midpoint) and midpoint > 0 and (not needs_head or row["formed"] == 1.0))
 
 
 def law_input(points: pd.DataFrame, steps: int) -> pd.DataFrame:
@@ -154,28 +163,35 @@ def _counted(values, total: int) -> str:
     return ", ".join(f"{shape} in {n} of {total}" for shape, n in counts.items())
 
 
+def _geometric(ratios) -> tuple[list[float], dict]:
+    """The finite ratios' ln values and their geometric mean with its 95 % t interval."""
+    logs = [math.log(r) for r in ratios if np.isfinite(r) and r > 0]
+    values = mean_interval(logs)
+    return logs, {name: math.exp(v) if np.isfinite(v) else math.nan
+                  for name, v in zip(("", "_low", "_high"), values)}
+
+
 def atlas_changes(points: pd.DataFrame) -> pd.DataFrame:
     """:data:`CHANGES_COLUMNS`: per initialisation and intervention point, the content
     midpoint's ratio to the unchanged run's over seeds (geometric mean with its 95 % t
-    interval over seeds, from ln ratio per seed), the content part's shapes counted, and
-    in how many seeds an induction head formed."""
+    interval over seeds, from ln ratio per seed), the loss midpoint's likewise, the content
+    part's shapes counted, and in how many seeds an induction head formed."""
     rows = []
     for model, mine in points[points["role"].isin(["init", "intervention"])].groupby("model", sort=False):
         first = mine.iloc[0]
         n = len(mine)
-        logs = [math.log(r) for r in mine["content_ratio"] if np.isfinite(r) and r > 0]
-        mean, low, high = mean_interval(logs)
+        logs, content = _geometric(mine["content_ratio"])
+        _, loss = _geometric(mine["loss_ratio"])
         notes = []
-        if len(logs) < n:
-            notes.append(f"{n - len(logs)} of {n} seeds without a ratio (no head formed with one "
-                         "change, here or in the unchanged run)")
         if str(first["intervention"]).startswith(HELD_MATCH):
             notes.append(HELD_MATCH_NOTE)
+        elif len(logs) < n:
+            notes.append(f"{n - len(logs)} of {n} seeds without a content ratio (no head formed "
+                         "with one change, here or in the unchanged run)")
         rows.append({"variant": first["variant"], "model": model, "change": first["role"],
                      "init": first["init"], "intervention": first["intervention"], "n_seeds": n,
-                     "ratio": math.exp(mean) if np.isfinite(mean) else math.nan,
-                     "ratio_low": math.exp(low) if np.isfinite(low) else math.nan,
-                     "ratio_high": math.exp(high) if np.isfinite(high) else math.nan,
+                     **{f"ratio{k}": v for k, v in content.items()},
+                     **{f"loss_ratio{k}": v for k, v in loss.items()},
                      "shapes": _counted(mine["content_shape"], n),
                      "formed": f"{int((mine['formed'] == 1.0).sum())} of {n}",
                      "note": "; ".join(notes)})
