@@ -190,6 +190,8 @@ def test_a_held_pattern_is_timed_by_its_loss_alone():
                                                                     "low", "high"]), _grid(grid))
     held = points[points["intervention"] == "clampB_handbuilt"]
     assert held["content_ratio"].isna().all() and (held["formed"] == 1.0).all()
+    assert held["content_midpoint"].isna().all() and held["content_span"].isna().all()
+    assert (held["content_shape"] == "flat").all()
     assert np.allclose(held["loss_ratio"], 0.2)
     row = atlas_changes(points).iloc[0]
     assert math.isnan(row["ratio"]) and row["loss_ratio"] == pytest.approx(0.2)

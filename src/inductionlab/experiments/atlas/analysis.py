@@ -51,6 +51,8 @@ def _fit(rows: pd.DataFrame, metric: str, prefix: str) -> dict:
     if row.empty:
         return {f"{prefix}_{c}": (math.nan if c not in ("shape", "verdict") else "") for c in FIT_COLUMNS}
     r = row.iloc[0]
+    if r["shape"] == "flat":  # no change: the logistic's midpoint and span time nothing
+        return {f"{prefix}_{c}": (r[c] if c in ("shape", "verdict") else math.nan) for c in FIT_COLUMNS}
     return {f"{prefix}_{c}": r[c] for c in FIT_COLUMNS}
 
 

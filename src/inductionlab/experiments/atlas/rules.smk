@@ -91,6 +91,7 @@ report_section(
     scope="study",
     order=85,
     text=AT_WORDS["text"],
+    template="section.html.j2",
     figures=[{"path": AT_FIGURE, "caption": AT_WORDS["figure"]}],
     tables=[
         {"path": AT_TABLES["law"], "caption": AT_WORDS["law_table"],
