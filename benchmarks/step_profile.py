@@ -21,6 +21,7 @@ from inductionlab.core.data import TaskConfig, sample_sequences
 from inductionlab.core.model import build_model, choose_attention
 from inductionlab.core.seeding import generator
 from inductionlab.core.train import optimizer, train_step
+from inductionlab.heap import keep_freed_memory
 
 from train_speed import TRAIN, VARIANTS
 
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--eager", action="store_true", help="do not compile the step")
     parser.add_argument("--batch", type=int, default=256)
     args = parser.parse_args()
+    keep_freed_memory()  # as a training job's steps run (inductionlab/heap.py)
     torch.set_num_threads(1)
     model = build_model(VARIANTS[args.variant], 0)
     choose_attention(model, torch.device("cpu"), log=print)

@@ -18,7 +18,10 @@ For every default variant (or those named by ``--variants``), times in alternati
 - stacked: ``--stack`` seeds trained as one ``StackedModels`` (eager), time per seed.
 
 Every timed step includes sampling the batch. The ratio project / plain is the figure
-of merit (lower is faster). Last, each variant's project step as a rate of matrix work
+of merit (lower is faster). The process keeps the memory it frees for reuse, for all the
+loops alike, so that a step is timed as a training job runs it, without the page faults a
+loop of bare steps pays and a job does not (``inductionlab/heap.py``);
+``--return-freed-memory`` leaves the allocator as it starts. Last, each variant's project step as a rate of matrix work
 (``inductionlab.core.flop_count``) and its share of this core's FP32 peak. Times are CPU
 seconds of this process (one thread: its wall time when it has a core to itself). Asserts
 nothing.
@@ -36,7 +39,14 @@ Measured and left out, because they did not pay on a 2-core AMD EPYC (AVX2, torc
 - the C++ kernel with 256-bit vectors preferred by the compiler (``-mprefer-vector-width=256``):
   twice as slow on this Zen core as its default 128-bit code;
 - AdamW with ``foreach=True``: 0.53 ms per step against 0.73 (loop) and 0.22 (fused);
-- MKL's ``MKL_DEBUG_CPU_TYPE`` / ``MKL_ENABLE_INSTRUCTIONS`` on an AMD CPU: no change.
+- MKL's ``MKL_DEBUG_CPU_TYPE`` / ``MKL_ENABLE_INSTRUCTIONS`` on an AMD CPU: no change;
+- the attention kernel reading the queries, keys and values where the product leaves them
+  ([B, T, 3, H, d]) and writing z and the gradient in the products' layouts, so that no
+  transposing copy runs around it: the strided kernel is slower (a [256, 4, 24, 8]
+  layer-batch's forward 0.54 -> 0.59 ms, backward 0.64 -> 0.79 ms, the same numbers bit
+  for bit) by about what the copies cost once freed memory is reused
+  (``inductionlab/heap.py``): 10.2-10.9 against 10.8-11.6 ms a two_layer step. Before that,
+  it looked 5-10 % faster, because every copy's new buffer was faulted in afresh.
 """
 from __future__ import annotations
 
@@ -59,6 +69,7 @@ from inductionlab.core.model import ModelConfig, build_model, choose_attention, 
 from inductionlab.core.seeding import generator
 from inductionlab.core.stacked import StackedModels, per_seed_loss
 from inductionlab.core.train import optimizer, train_step
+from inductionlab.heap import keep_freed_memory
 
 VARIANTS = {
     "one_layer": ModelConfig(n_layers=1),
@@ -155,7 +166,11 @@ def main() -> None:
     parser.add_argument("--stack", type=int, default=5, help="seeds per stacked model (0: skip)")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
                         metavar="NAME", help=f"variants to time (default all: {', '.join(VARIANTS)})")
+    parser.add_argument("--return-freed-memory", action="store_true",
+                        help="leave the allocator as it starts (freed blocks handed back)")
     args = parser.parse_args()
+    kept = not args.return_freed_memory and keep_freed_memory()
+    print(f"freed memory {'kept for reuse' if kept else 'handed back (the allocator as it starts)'}")
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*batching rule.*")
     task = TaskConfig()

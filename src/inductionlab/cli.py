@@ -38,7 +38,6 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
-    from .heap import keep_freed_memory
     from .stages.registry import run_command
 
     # Every command computes with --threads threads (1 where it has no such option), as
@@ -51,8 +50,6 @@ def _run(args) -> int:
     threads = str(getattr(args, "threads", 1))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, threads)
-    # a tensor freed by one step is found mapped by the next (inductionlab/heap.py)
-    keep_freed_memory()
     try:
         run_command(args)
     except Exception as err:  # noqa: BLE001 - sorted below; imported only now, so a light command stays light
