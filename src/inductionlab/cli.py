@@ -16,7 +16,7 @@ def build_parser(command: str | None = None):
     return parser_of_every_command(__doc__, command)
 
 
-def main(argv=None) -> int:
+def main(argv=None, own_process: bool = False) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     asked = words[0] if words and not words[0].startswith("-") else None
     parser = build_parser(asked)
@@ -29,15 +29,24 @@ def main(argv=None) -> int:
     args = parser.parse_args(words)
     status = 1
     try:
-        status = _run(args)
+        status = _run(args, own_process)
     finally:
         from .process_cost import record
 
         record(args.command, sys.argv[1:] if argv is None else list(argv), status)
+        if own_process:
+            from .collector import keep_off
+
+            keep_off()  # the interpreter's last full collection then scans nothing it would free
     return status
 
 
-def _run(args) -> int:
+def entry() -> int:
+    """The console script: one command, the process's whole work."""
+    return main(own_process=True)
+
+
+def _run(args, own_process: bool = False) -> int:
     from .stages.registry import run_command
 
     # Every command computes with --threads threads (1 where it has no such option), as
@@ -51,7 +60,7 @@ def _run(args) -> int:
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, threads)
     try:
-        run_command(args)
+        run_command(args, own_process)
     except Exception as err:  # noqa: BLE001 - sorted below; imported only now, so a light command stays light
         from .config import ConfigError
         from .core.train import TrainingDiverged
@@ -86,4 +95,4 @@ def usable_threads(command: str, asked: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

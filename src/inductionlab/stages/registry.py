@@ -49,13 +49,19 @@ def unknown_command(command: str | None) -> str | None:
             f"declare it: {'; '.join(broken)}")
 
 
-def run_command(args: argparse.Namespace) -> None:
-    """Run the parsed command; one with a ``threads`` option computes on that many threads."""
+def run_command(args: argparse.Namespace, own_process: bool = False) -> None:
+    """Run the parsed command; one with a ``threads`` option computes on that many threads.
+    ``own_process``: the command is its process's whole work (the console script), so what
+    it imports is kept out of the garbage collector's passes (:mod:`..collector`)."""
     cmd = COMMANDS[args.command]
     if "threads" in cmd.options:
         import torch
 
         torch.set_num_threads(max(1, args.threads))
+        if own_process:
+            from ..collector import keep_off
+
+            keep_off()  # torch's objects live to the exit
     cmd.run(**{name: getattr(args, name) for name in cmd.options})
 
 
