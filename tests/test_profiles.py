@@ -1,5 +1,6 @@
 """The execution profiles in workflow/profiles/: both are accepted by the real
 ``snakemake`` command (a dry run on the tiny config), so every key is a valid option."""
+import re
 import subprocess
 
 import pytest
@@ -36,14 +37,26 @@ def test_profile_dry_run_succeeds(tiny_config, name):
 def test_only_the_workflows_own_profile_is_loaded_implicitly(tiny_config):
     """Snakemake loads profiles/default/ beside the Snakefile (the repository root) by
     itself, not workflow/profiles/: that one only redoes jobs a killed run left unfinished,
-    prints a failed job's log, and picks jobs greedily."""
+    prints a failed job's log, picks jobs greedily and wakes the scheduler less often."""
     proc = dry_run(tiny_config)
     assert proc.returncode == 0, proc.stderr[-3000:]
     own = ROOT / "profiles" / "default"
     assert f"Using workflow specific profile {own} for setting default" in proc.stdout + proc.stderr
     assert yaml.safe_load((own / "config.yaml").read_text()) == {"rerun-incomplete": True,
                                                                   "show-failed-logs": True,
-                                                                  "scheduler": "greedy"}
+                                                                  "scheduler": "greedy",
+                                                                  "max-jobs-per-timespan": "1000/5s"}
+
+
+def test_the_scheduler_is_woken_by_finished_jobs_not_every_second():
+    """The job-rate limiter's timespan is how often Snakemake re-checks every waiting job's
+    inputs while the cores are busy: at least every five seconds, never every second, and a
+    count so high that a local run never waits on the limit itself."""
+    setting = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())[
+        "max-jobs-per-timespan"]
+    count, span = re.fullmatch(r"(\d+)/(\d+)s", setting).groups()
+    assert int(span) >= 5
+    assert int(count) / int(span) >= 100  # Snakemake's default rate, never lowered
 
 
 def test_slurm_profile_sets_partition_not_account():
