@@ -191,15 +191,21 @@ def test_development_variance_shares_match_the_tables():
 # docs/runtime.md and the README's runtime statement
 
 
-def runtime_totals() -> dict[str, list[str]]:
+def runtime_table(heading: str, columns: int) -> dict[str, list[str]]:
+    """The rows of the table under ``heading`` in docs/runtime.md that have ``columns``
+    cells: the first cell names the row, the rest are its values."""
     text = read(ROOT / "docs" / "runtime.md")
-    section = text.split("## Totals", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0] and not set(cells[0]) <= {"-"}:
+        if len(cells) == columns and cells[0] and not set(cells[0]) <= {"-"}:
             rows[cells[0]] = cells[1:]
     return rows
+
+
+def runtime_totals() -> dict[str, list[str]]:
+    return runtime_table("## Totals", 3)
 
 
 def seconds_in(cell: str) -> float:
@@ -237,14 +243,7 @@ def whole(x: float) -> int:
 
 def whole_run() -> dict[str, str]:
     """The rows of docs/runtime.md's table of the default run measured whole."""
-    text = read(ROOT / "docs" / "runtime.md")
-    section = text.split("## The default run, measured whole", 1)[1].split("\n## ", 1)[0]
-    rows = {}
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and cells[0] and not set(cells[0]) <= {"-"}:
-            rows[cells[0]] = cells[1]
-    return rows
+    return {name: value for name, (value,) in runtime_table("## The default run, measured whole", 2).items()}
 
 
 def test_the_whole_run_adds_up():
