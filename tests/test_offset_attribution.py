@@ -29,6 +29,22 @@ def test_terms_sum_to_the_logits(config):
     assert all(t[:, later].abs().max() == 0 for t in terms.values())
 
 
+def test_a_composed_term_is_its_definition_written_out():
+    """L0H1>L1H2 of query i and source m: Σ_j A1[i, j] A0[j, m] · e_{x_m} W_OV^0 W_OV^1,
+    computed here in the long way, per query, key and source."""
+    model = build_model(ModelConfig(n_layers=2), seed=5)
+    tokens = torch.randint(0, V, (3, T), generator=torch.Generator().manual_seed(1))
+    _, cache = model.run_with_cache(tokens)
+    a0, a1 = cache.pattern[0][:, 1], cache.pattern[1][:, 2]
+    ov0 = model.W_V[0, 1] @ model.W_O[0, 1]
+    ov1 = model.W_V[1, 2] @ model.W_O[1, 2]
+    sent = model.W_E[tokens] @ ov0 @ ov1  # [B, T(source), D]
+    expected = torch.einsum("bij,bjm,bmD->bimD", a1, a0, sent)
+    term = path_terms(model, tokens)["L0H1>L1H2"]
+    assert torch.allclose(term, expected, atol=1e-6)
+    assert term.abs().max() > 1e-3  # not trivially zero
+
+
 def test_path_names_read_earlier_layers_only():
     names = path_names(2, 2)
     assert names == [(), ("L0H0",), ("L0H1",), ("L1H0",), ("L0H0", "L1H0"), ("L0H1", "L1H0"),

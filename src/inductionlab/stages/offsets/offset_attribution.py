@@ -100,27 +100,45 @@ def component_name(path: tuple[str, ...]) -> str:
 
 
 @torch.no_grad()
-def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torch.Tensor]:
-    """Every component's residual-stream term per query and source: name -> [B, T, T, D]
-    (query i, source m; zero for m > i). Their sum over components and sources, times
-    W_U, is the model's logits (under ``intervention``, e.g. one that fixes the patterns,
-    when given)."""
+def path_factors(model, tokens: torch.Tensor,
+                 intervention=None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Every component's residual-stream term in factored form: name -> (weights [B, T, T],
+    vectors [B, T, D]), the term of query i and source m being weights[b, i, m] ·
+    vectors[b, m] (weights zero for m > i).
+
+    Every term has this form: the direct path's weights are the identity and its vectors
+    the embeddings; a head h read after a path p (or after the embedding) moves what each
+    source sent through its pattern and its OV matrix, so its weights are A_h · weights_p
+    and its vectors vectors_p · W_OV^h; a head whose outputs a training clamp holds sends
+    its held vector from each key. A path's term is thus a [B, T, T] product of patterns
+    and one vector per source, not a [B, T, T, D] tensor."""
     _, cache = model.run_with_cache(tokens, intervention or NO_INTERVENTION, head_out=False)
     cfg = model.cfg
     held = _held_values(model, tokens)
     embed = model.W_E[tokens]  # [B, T, D]
-    eye = torch.eye(tokens.shape[1], dtype=embed.dtype)
+    B, T = tokens.shape
     ov = [torch.einsum("hDd,hde->hDe", model.W_V[l], model.W_O[l]) for l in range(cfg.n_layers)]
-    terms: dict[tuple[str, ...], torch.Tensor] = {(): torch.einsum("im,bmD->bimD", eye, embed)}
+    factors: dict[tuple[str, ...], tuple[torch.Tensor, torch.Tensor]] = {
+        (): (torch.eye(T, dtype=embed.dtype).expand(B, T, T), embed)}
     for path in path_names(cfg.n_layers, cfg.n_heads)[1:]:  # a path after its prefix
         l, h = last_head(path[-1])
+        pattern = cache.pattern[l][:, h]
         if l in held:  # constants per key: the whole output from the key's own source
-            terms[path] = (torch.einsum("bij,bjD->bijD", cache.pattern[l][:, h], held[l][:, h])
-                           if len(path) == 1 else torch.zeros_like(terms[()]))
+            factors[path] = ((pattern, held[l][:, h]) if len(path) == 1
+                             else (torch.zeros_like(pattern), torch.zeros_like(embed)))
             continue
-        terms[path] = torch.einsum("bij,bjmD,De->bime", cache.pattern[l][:, h],
-                                   terms[path[:-1]], ov[l][h])
-    return {component_name(p): t for p, t in terms.items()}
+        weights, vectors = factors[path[:-1]]
+        factors[path] = (pattern @ weights, vectors @ ov[l][h])
+    return {component_name(p): f for p, f in factors.items()}
+
+
+def path_terms(model, tokens: torch.Tensor, intervention=None) -> dict[str, torch.Tensor]:
+    """Every component's residual-stream term per query and source: name -> [B, T, T, D]
+    (query i, source m; zero for m > i), :func:`path_factors` multiplied out. Their sum
+    over components and sources, times W_U, is the model's logits (under
+    ``intervention``, e.g. one that fixes the patterns, when given)."""
+    return {name: weights[..., None] * vectors[:, None]
+            for name, (weights, vectors) in path_factors(model, tokens, intervention).items()}
 
 
 def _held_values(model, tokens: torch.Tensor) -> dict[int, torch.Tensor]:
@@ -150,8 +168,9 @@ def self_effects(model, tokens: torch.Tensor, intervention=None) -> dict[str, np
     for start in range(0, N, BATCH):
         batch = tokens[start:start + BATCH]
         target = unembed[:, batch].permute(1, 2, 0)  # [B, T(source), D]
-        for name, term in path_terms(model, batch, intervention).items():
-            effect = torch.einsum("bimD,bmD->bim", term, target).masked_fill(later, float("nan"))
+        for name, (weights, vectors) in path_factors(model, batch, intervention).items():
+            # the term's effect: its weight times its source vector's effect on the source's letter
+            effect = (weights * (vectors * target).sum(-1)[:, None]).masked_fill(later, float("nan"))
             if name not in out:  # filled in place: no list of batches to join
                 out[name] = np.empty((N, T, T), dtype=np.float64)
             out[name][start:start + len(batch)] = effect.numpy()
