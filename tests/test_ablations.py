@@ -239,6 +239,20 @@ def test_frozen_patterns_freeze_every_layer_and_zero_the_head():
     assert not torch.allclose(zeroed.pattern[1], clean.pattern[1])
 
 
+def test_ablations_sharing_a_store_of_clean_patterns_give_what_each_gives_alone():
+    model = build_model(MODELS["two_layer"], 4)
+    tokens, other = _tokens(), _tokens(7)
+    store: dict = {}
+    with torch.no_grad():
+        for head in (1, 2):
+            ablation = Ablation("z", "zero_heads_frozen_patterns", layer=0, head=head)
+            shared = AblatedModel(model, ablation, clean=store)(tokens)
+            assert torch.equal(shared, AblatedModel(model, ablation)(tokens))
+        assert len(store) == 1  # one pass for the second ablation's patterns: none
+        frozen = AblatedModel(model, ablation, clean=store)(other)  # other tokens: their own
+        assert len(store) == 2 and torch.equal(frozen, AblatedModel(model, ablation)(other))
+
+
 def test_mean_ablation_uses_each_heads_mean_per_position():
     model = build_model(MODELS["two_layer"], 5)
     tokens = _tokens(32)

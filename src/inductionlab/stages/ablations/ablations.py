@@ -136,15 +136,28 @@ class AblatedModel:
     """A model under one ablation; callable like the model, with ``run_with_cache``,
     ``W_U`` and ``cfg``, so greedy decoding and head scores take it unchanged.
 
-    ``means``: [L, H, T, D] head means, required by ``mean_heads``. With the baseline
-    (no ablation) every call is exactly the model's.
+    ``means``: [L, H, T, D] head means, required by ``mean_heads``. ``clean``: a store of
+    the clean patterns of the token batches already passed, which several ablations that
+    freeze the patterns may share (a new one when not given). With the baseline (no
+    ablation) every call is exactly the model's.
     """
 
-    def __init__(self, model, ablation: Ablation = BASELINE, means: torch.Tensor | None = None):
+    def __init__(self, model, ablation: Ablation = BASELINE, means: torch.Tensor | None = None,
+                 clean: dict | None = None):
         check_fits(ablation, model.cfg)
         if ablation.kind == "mean_heads" and means is None:
             raise ValueError(f"ablation {ablation.name!r} needs the heads' mean outputs (means=)")
         self.model, self.ablation, self.means = model, ablation, means
+        self.clean = {} if clean is None else clean
+
+    @torch.no_grad()
+    def clean_patterns(self, tokens: torch.Tensor) -> list[torch.Tensor]:
+        """The clean pass's pattern of every layer on ``tokens``, computed once per batch of
+        tokens (keyed by their values) for every ablation sharing the store."""
+        key = (tuple(tokens.shape), tokens.numpy().tobytes())
+        if key not in self.clean:
+            self.clean[key] = self.model.run_with_cache(tokens)[1].pattern
+        return self.clean[key]
 
     @property
     def cfg(self) -> ModelConfig:
@@ -167,9 +180,7 @@ class AblatedModel:
         if a.kind == "mean_heads":
             return HeadAblation([(a.layer, a.head)], means=self.means)
         if a.kind == "zero_heads_frozen_patterns":
-            with torch.no_grad():
-                _, clean = self.model.run_with_cache(tokens)
-            return HeadAblation([(a.layer, a.head)], patterns=clean.pattern)
+            return HeadAblation([(a.layer, a.head)], patterns=self.clean_patterns(tokens))
         return SmearOff([a.layer])
 
     def run_with_cache(self, tokens: torch.Tensor, intervention: Intervention = NO_INTERVENTION,
@@ -326,13 +337,14 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
     mean attention patterns {name: [L, H, T, T]} of every ablation that ran.
     """
     means = head_means(model, sample.tokens) if any(a.kind == "mean_heads" for a in ablations) else None
+    clean: dict = {}  # the clean patterns of every batch, shared by the frozen-pattern ablations
     rows, arrays = [], {}
     for ablation in [BASELINE] + [a for a in ablations if a.name != BASELINE.name]:
         row = {f.name: getattr(ablation, f.name) for f in fields(Ablation)}
         row["ablation"] = row.pop("name")
         if not ablation.skipped:
-            metrics, patterns = measure(AblatedModel(model, ablation, means), task, sample, distinct,
-                                        prompts, local_window, control, seed)
+            metrics, patterns = measure(AblatedModel(model, ablation, means, clean), task, sample,
+                                        distinct, prompts, local_window, control, seed)
             row.update(metrics)
             arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
             log(f"{ablation.name}: loss_all {metrics['loss_all']:.3f}, acc_pred "
