@@ -234,7 +234,7 @@ def suite_accuracy(model, prompts: list[str], task) -> float:
 @torch.no_grad()
 def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
             local_window: int, control: torch.Tensor | None = None,
-            seed: int = 0) -> tuple[dict, list[torch.Tensor]]:
+            seed: int = 0, masks=None) -> tuple[dict, list[torch.Tensor]]:
     """Metrics of one (ablated) model and the mean pattern of every layer [H, T, T].
 
     loss_all, loss_pred, acc_pred on ``tokens``; suite_acc: greedy accuracy on the
@@ -246,14 +246,15 @@ def measure(model, task, sample, distinct: torch.Tensor, prompts: list[str],
     (``induction_control_mean_L{l}``, ...: the positional control), and per head of every
     layer l >= 1 its induction content part ``induction_content_L{l}H{h}`` with the
     bootstrap replicates of every layer's (resamples seeded from ``seed``; kept under
-    ``_replicates`` for :func:`content_left`, not a column).
+    ``_replicates`` for :func:`content_left`, not a column). ``masks``: the samples'
+    :func:`~inductionlab.stages.behaviour.attention.sample_masks`, when already read.
     """
     from ..behaviour.attention import head_score_table
 
     tokens, predictable = sample.tokens, sample.predictable
     scores, patterns, logits, *replicates = head_score_table(
         model, sample, distinct, local_window, return_logits=True, copying=False,
-        control_tokens=control, seed=seed, content_replicates=control is not None)
+        control_tokens=control, seed=seed, content_replicates=control is not None, masks=masks)
     metrics = task_metrics(logits, tokens, predictable)
     row = {k: metrics[k] for k in ("loss_all", "loss_pred", "acc_pred")}
     losses = per_token_loss(logits, tokens).double()  # per sequence, for the deltas' intervals
@@ -336,15 +337,18 @@ def ablation_table(model, ablations: list[Ablation], task, sample,
     (``induction_content_left_L{l}H{h}`` and its interval, :func:`content_left`); and the
     mean attention patterns {name: [L, H, T, T]} of every ablation that ran.
     """
+    from ..behaviour.attention import sample_masks
+
     means = head_means(model, sample.tokens) if any(a.kind == "mean_heads" for a in ablations) else None
     clean: dict = {}  # the clean patterns of every batch, shared by the frozen-pattern ablations
+    masks = sample_masks(sample, distinct, local_window)  # every ablation is scored on them
     rows, arrays = [], {}
     for ablation in [BASELINE] + [a for a in ablations if a.name != BASELINE.name]:
         row = {f.name: getattr(ablation, f.name) for f in fields(Ablation)}
         row["ablation"] = row.pop("name")
         if not ablation.skipped:
             metrics, patterns = measure(AblatedModel(model, ablation, means, clean), task, sample,
-                                        distinct, prompts, local_window, control, seed)
+                                        distinct, prompts, local_window, control, seed, masks)
             row.update(metrics)
             arrays[ablation.name] = torch.stack(patterns).numpy().astype(np.float32)
             log(f"{ablation.name}: loss_all {metrics['loss_all']:.3f}, acc_pred "

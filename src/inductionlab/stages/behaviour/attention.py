@@ -304,11 +304,22 @@ def content_part_replicates(task: tuple[np.ndarray, np.ndarray],
                                        purpose=BOOTSTRAP_PURPOSE)
 
 
+def sample_masks(sample, distinct_tokens: torch.Tensor, local_window: int) -> tuple[dict, dict]:
+    """Every score's (keys, queries) masks on a task sample and its distinct-letter sample
+    (:func:`score_masks`), and each score's chance level: (masks, chance), by score name."""
+    T = sample.tokens.shape[1]
+    masks = {name: score_masks(name, T, local_window, sample.sources,
+                               distinct_tokens if name == "prefix_matching" else None)
+             for name in ATTENTION_SCORES}
+    return masks, {name: chance_level(*masks[name]) for name in ATTENTION_SCORES}
+
+
 @torch.no_grad()
 def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                      local_window: int, intervention=None, return_logits: bool = False,
                      copying: bool = True, control_tokens: torch.Tensor | None = None,
-                     intervals: bool = False, seed: int = 0, content_replicates: bool = False):
+                     intervals: bool = False, seed: int = 0, content_replicates: bool = False,
+                     masks=None):
     """Scores of every head on a sample, and the mean pattern of every layer.
 
     ``sample``: a :class:`~inductionlab.core.tasks.TaskSample` of the model's task (every
@@ -325,7 +336,8 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
     score (resamples seeded from ``seed``). Without copying no head's output is formed.
     ``content_replicates`` (needs the control): also, last, the bootstrap replicates of
     the induction content part, one [R, H] array per layer (:func:`content_part_replicates`),
-    for ratios of one head's content part under two interventions.
+    for ratios of one head's content part under two interventions. ``masks``: the
+    samples' :func:`sample_masks`, when the caller scores the same samples many times.
     """
     intervention = intervention or NO_INTERVENTION
     if content_replicates and control_tokens is None:
@@ -341,10 +353,7 @@ def head_score_table(model, sample, distinct_tokens: torch.Tensor,
                              f"{len(distinct_tokens)}: they are paired")
         _, control = model.run_with_cache(control_tokens, intervention, head_out=False)
     # every layer is scored on the same masks: read once from the samples
-    masks = {name: score_masks(name, tokens.shape[1], local_window, sample.sources,
-                               distinct_tokens if name == "prefix_matching" else None)
-             for name in ATTENTION_SCORES}
-    chance = {name: chance_level(*masks[name]) for name in ATTENTION_SCORES}
+    masks, chance = masks or sample_masks(sample, distinct_tokens, local_window)
     rows, means, replicates = [], [], []
     for l, pattern in enumerate(cache.pattern):
         mean = mean_pattern(pattern)

@@ -139,14 +139,16 @@ def loss_tokens(task, n: int, seed: int) -> torch.Tensor:
 @torch.no_grad()
 def checkpoint_metrics(model, sample, distinct: torch.Tensor,
                        local_window: int, meta: dict,
-                       control: torch.Tensor | None = None) -> pd.DataFrame:
+                       control: torch.Tensor | None = None, masks=None) -> pd.DataFrame:
     """Every dynamics metric of ``model`` in its current state, as tidy rows.
 
     Columns: metric, layer, head, position, value. ``sample`` (a task sample of the
     model's task) and ``distinct`` are the
     behaviour stage's :func:`behaviour.evaluation_samples` and ``control`` its control
     sample (:func:`~inductionlab.core.data.control_sample`); ``meta`` needs variant and
-    seed (for :func:`circuits.circuit_table`).
+    seed (for :func:`circuits.circuit_table`); ``masks``: the samples'
+    :func:`~inductionlab.stages.behaviour.attention.sample_masks`, read once for every
+    checkpoint when given.
     """
     from ..behaviour.attention import head_score_table
     from ..behaviour.behaviour import model_summary
@@ -159,7 +161,8 @@ def checkpoint_metrics(model, sample, distinct: torch.Tensor,
 
     # as in behaviour.behaviour_results (head_scores.csv and behaviour.csv)
     scores, _, logits = head_score_table(model, sample, distinct, local_window,
-                                         return_logits=True, control_tokens=control)
+                                         return_logits=True, control_tokens=control,
+                                         masks=masks)
     metrics = model_summary(model, sample, logits=logits)
     for name in SCALAR_METRICS:
         add(name, metrics[name])
@@ -268,6 +271,7 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
     and the model's :func:`induction_layers`. The last checkpoint must be the final
     training step (its weights are model.pt's).
     """
+    from ..behaviour.attention import sample_masks
     from ..behaviour.behaviour import evaluation_samples
 
     task = spec.task
@@ -294,12 +298,13 @@ def model_dynamics(model, spec, checkpoints_dir, behaviour_settings: dict, dynam
             f"task {unread}")
     local_window = behaviour_settings["roles"]["local_window"]
     layers = induction_layers(spec.model.to_dict())
+    masks = sample_masks(sample, distinct, local_window)  # the same for every checkpoint
 
     frames, losses, steps = [], [], []
     for step, path in files:
         load_checkpoint(model, path, step)
         model.eval()
-        frame = checkpoint_metrics(model, sample, distinct, local_window, meta, control)
+        frame = checkpoint_metrics(model, sample, distinct, local_window, meta, control, masks)
         frames.append(frame.assign(step=step))
         if not unread:
             with torch.no_grad():

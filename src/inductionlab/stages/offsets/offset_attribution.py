@@ -170,7 +170,8 @@ def self_effects(model, tokens: torch.Tensor, intervention=None) -> dict[str, np
         target = unembed[:, batch].permute(1, 2, 0)  # [B, T(source), D]
         for name, (weights, vectors) in path_factors(model, batch, intervention).items():
             # the term's effect: its weight times its source vector's effect on the source's letter
-            effect = (weights * (vectors * target).sum(-1)[:, None]).masked_fill(later, float("nan"))
+            effect = weights * (vectors * target).sum(-1)[:, None]
+            effect = effect.masked_fill(later, float("nan"))
             if name not in out:  # filled in place: no list of batches to join
                 out[name] = np.empty((N, T, T), dtype=np.float64)
             out[name][start:start + len(batch)] = effect.numpy()
