@@ -188,18 +188,17 @@ def offset_means(effect: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def copy_sources(tokens: torch.Tensor) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Queries whose next letter occurred at least twice at or before the query: for each,
-    (sequence, query, source) of the first and of the nearest earlier copy."""
+    (sequence, query, source) of the first and of the nearest earlier copy, in the order
+    of sequence, then query."""
     x = tokens.numpy()
     B, T = x.shape
-    first, nearest = ([], [], []), ([], [], [])
-    for b in range(B):
-        for i in range(T - 1):
-            where = np.flatnonzero(x[b, :i + 1] == x[b, i + 1])
-            if len(where) >= 2:
-                for store, m in ((first, where[0]), (nearest, where[-1])):
-                    store[0].append(b), store[1].append(i), store[2].append(m)
-    return {name: tuple(np.asarray(a, dtype=np.int64) for a in store)
-            for name, store in zip(COPY_SOURCES, (first, nearest))}
+    # copy[b, i, m]: position m <= i holds the letter that follows query i
+    copy = (x[:, None, :] == x[:, 1:, None]) & np.tri(T - 1, T, dtype=bool)
+    b, i = np.nonzero(copy.sum(-1) >= 2)
+    rows = copy[b, i]
+    first, nearest = rows.argmax(-1), T - 1 - rows[:, ::-1].argmax(-1)
+    return {name: (b.astype(np.int64), i.astype(np.int64), m.astype(np.int64))
+            for name, m in zip(COPY_SOURCES, (first, nearest))}
 
 
 def component_groups(names: list[str], roles: dict[tuple[int, int], str]) -> dict[str, list[str]]:
@@ -335,9 +334,17 @@ def _kl_per_query(model_logp: torch.Tensor, logits: torch.Tensor) -> torch.Tenso
 
 def fit_scale(model_logp: torch.Tensor, unscaled: torch.Tensor) -> float:
     """The scale s ≥ 0 that minimises the mean KL(model ‖ softmax(s · unscaled)): a grid in
-    log s, then a golden-section search around its best point."""
+    log s, then a golden-section search around its best point.
+
+    With p the model's distribution and u the unscaled logits of a query, KL(s) =
+    Σ p log p − s Σ p u + logsumexp(s u) Σ p: only the log-sum-exp depends on s, so each
+    trial scale costs one pass over the logits."""
+    p = model_logp.exp()
+    fixed = (p * model_logp).sum(-1)  # Σ p log p, per query
+    linear, mass = (p * unscaled).sum(-1), p.sum(-1)
+
     def loss(s):
-        return float(_kl_per_query(model_logp, s * unscaled).mean())
+        return float((fixed - s * linear + torch.logsumexp(s * unscaled, dim=-1) * mass).mean())
 
     grid = np.logspace(-3, 2, 51)
     values = [loss(s) for s in grid]
