@@ -281,3 +281,24 @@ def test_content_replicates_are_those_of_the_content_interval():
     assert all((a == b).all() for a, b in zip(replicates, again))
     with pytest.raises(ValueError, match="control"):
         head_score_table(model, sample, distinct, 3, content_replicates=True)
+
+
+def test_masks_read_once_score_as_masks_read_on_every_call():
+    """A caller scoring the same samples many times passes their sample_masks: the table is
+    the same, and masks read with another local window give another local score (they
+    are used, not read again)."""
+    from inductionlab.core.data import control_sample
+    from inductionlab.stages.behaviour.attention import sample_masks
+
+    task, n = TaskConfig(vocab_size=8), 64
+    sample, distinct = evaluation_samples(task, n, seed=0)
+    control = control_sample(n, task, 0)
+    model = InductionCircuitModel()
+    fresh, _ = head_score_table(model, sample, distinct, 3, control_tokens=control)
+    kept, _ = head_score_table(model, sample, distinct, 3, control_tokens=control,
+                               masks=sample_masks(sample, distinct, 3))
+    assert fresh.equals(kept)
+    wider, _ = head_score_table(model, sample, distinct, 3, control_tokens=control,
+                                masks=sample_masks(sample, distinct, 6))
+    assert (wider["local"] > fresh["local"]).any()
+    assert wider["induction"].equals(fresh["induction"])
