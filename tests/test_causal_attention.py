@@ -109,6 +109,33 @@ def test_a_model_on_the_kernel_gives_the_explicit_logits_and_patterns():
     assert torch.allclose(mean_loss(m(tokens), tokens), mean_loss(ref_logits, tokens), atol=1e-6)
 
 
+@pytest.mark.parametrize("T,H,d", [(24, 4, 8), (9, 2, 4), (1, 3, 8)])
+def test_heads_from_the_table_are_the_index_split_into_heads_and_its_gradient_the_same_bits(T, H, d):
+    """Layer 0's gather: the values of ``table[tokens]`` split into heads, and the table's
+    gradient equal bit for bit to the index's backward pass (rows added in the same order)."""
+    gen = torch.Generator().manual_seed(T * H)
+    table = torch.randn(26, 3 * H * d, generator=gen, requires_grad=True)
+    tokens = torch.randint(0, 26, (5, T), generator=gen)
+    q, k, v = kernel.heads_from_table(table, tokens, H)
+    by_index = table[tokens].view(5, T, 3 * H, d).transpose(1, 2).split(H, dim=1)
+    for got, want in zip((q, k, v), by_index):
+        assert torch.equal(got, want) and got.is_contiguous()
+    grads = [torch.randn(q.shape, generator=gen) for _ in range(3)]
+    (d_table,) = torch.autograd.grad((q, k, v), table, grads)
+    (d_index,) = torch.autograd.grad(by_index, table, grads)
+    assert torch.equal(d_table, d_index)
+    unused = sorted(set(range(26)) - set(tokens.flatten().tolist()))
+    assert (d_table[unused] == 0).all() and d_table.abs().sum() > 0
+
+
+def test_a_letter_outside_the_table_is_refused():
+    table = torch.zeros(26, 96)
+    with pytest.raises(IndexError, match="letter 26 at position 3"):
+        kernel.heads_from_table(table, torch.tensor([[0, 1, 2, 26]]), 4)
+    with pytest.raises(ValueError, match="int64"):
+        kernel.heads_from_table(table, torch.zeros(1, 4, dtype=torch.int32), 4)
+
+
 def test_the_kernel_for_a_head_size_it_is_not_written_for_is_refused():
     ok, why = kernel.available(24, 6)
     assert not ok and "power of two" in why

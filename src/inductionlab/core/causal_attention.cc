@@ -10,6 +10,10 @@
 // across lanes. A block's scores, pattern and partial sums stay in registers and on the
 // stack (a few vectors per key: T = 4096 takes under 1 MB of stack with D = 8); only z and
 // p (forward) and dq, dk, dv (backward) are written to memory.
+//
+// heads_from_table and table_from_heads give layer 0's queries, keys and values from the
+// [vocabulary, 3 heads D] product of the embedding with the projections, by letter, in the
+// layout above, and that product's gradient: a row gather and its scatter-add.
 #include <cstring>
 
 #ifndef T
@@ -184,4 +188,44 @@ extern "C" void causal_attention_backward(long n, int t, float scale, const floa
       store_d(dv + b * t * D + j * D, dvr[j]);
     }
   }
+}
+
+// Layer 0's queries, keys and values of every head, read from a table of the embedding
+// times the projections: table [v, 3 nh D] (queries, keys, values; heads in order within
+// each), tok [nb, t] the letters; q, k, v [nb, nh, t, D] contiguous. Returns the first
+// position whose letter is not a row of the table, or -1 (then nothing is written).
+extern "C" long heads_from_table(long nb, int t, long nh, long v, const float *table,
+                                 const long *tok, float *q, float *k, float *vv) {
+  const long width = 3 * nh * D;
+  for (long i = 0; i < nb * t; i++)
+    if (tok[i] < 0 || tok[i] >= v) return i;
+  float *outs[3] = {q, k, vv};
+  for (int part = 0; part < 3; part++)
+    for (long b = 0; b < nb; b++)
+      for (long h = 0; h < nh; h++) {
+        float *o = outs[part] + ((b * nh + h) * t) * D;
+        const float *column = table + (part * nh + h) * D;
+        for (int j = 0; j < t; j++)
+          std::memcpy(o + j * D, column + tok[b * t + j] * width, sizeof(float) * D);
+      }
+  return -1;
+}
+
+// The gradient of the table above, given those of the queries, keys and values
+// (dq, dk, dv [nb, nh, t, D], contiguous): dtable [v, 3 nh D], zeroed by the caller, gets
+// every position's row added to its letter's row, positions in order (batch, then
+// position) for every element.
+extern "C" void table_from_heads(long nb, int t, long nh, const long *tok, const float *dq,
+                                 const float *dk, const float *dv, float *dtable) {
+  const long width = 3 * nh * D;
+  const float *grads[3] = {dq, dk, dv};
+  for (long b = 0; b < nb; b++)
+    for (int j = 0; j < t; j++) {
+      float *row = dtable + tok[b * t + j] * width;
+      for (int part = 0; part < 3; part++)
+        for (long h = 0; h < nh; h++) {
+          float *cell = row + (part * nh + h) * D;
+          store_d(cell, load_d(cell) + load_d(grads[part] + ((b * nh + h) * t + j) * D));
+        }
+    }
 }

@@ -34,6 +34,7 @@ import torch
 SOURCE = Path(__file__).with_name("causal_attention.cc")
 FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC")
 _FLOAT_P = ctypes.POINTER(ctypes.c_float)
+_LONG_P = ctypes.POINTER(ctypes.c_long)
 
 
 class KernelUnavailable(RuntimeError):
@@ -136,6 +137,11 @@ def _loaded(seq_len: int, d_head: int) -> ctypes.CDLL:
     lib.causal_attention_forward.argtypes = floats + [_FLOAT_P] * 2
     lib.causal_attention_backward.argtypes = floats + [_FLOAT_P] * 5
     lib.causal_attention_forward.restype = lib.causal_attention_backward.restype = None
+    lib.heads_from_table.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_long,
+                                     _FLOAT_P, _LONG_P] + [_FLOAT_P] * 3
+    lib.heads_from_table.restype = ctypes.c_long
+    lib.table_from_heads.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_long, _LONG_P] + [_FLOAT_P] * 4
+    lib.table_from_heads.restype = None
     return lib
 
 
@@ -211,3 +217,75 @@ def _backward(ctx, dz, _dpattern):
 
 
 causal_attention.register_autograd(_backward, setup_context=_setup_context)
+
+
+@torch.library.custom_op("inductionlab::heads_from_table", mutates_args=())
+def heads_from_table(table: torch.Tensor, tokens: torch.Tensor,
+                     n_heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Queries, keys and values [B, H, T, d] (contiguous) of every head for ``tokens``
+    [B, T], read from ``table`` [V, 3 H d] (the embedding times one layer's projections,
+    queries first): ``table[tokens]`` split into heads, without the index's backward pass,
+    which on a CPU adds one element at a time (:func:`table_from_heads` adds rows)."""
+    _check(table)
+    table, tok = table.contiguous(), _tokens(tokens)
+    B, T = tok.shape
+    d = table.shape[1] // (3 * n_heads)
+    q, k, v = (table.new_empty(B, n_heads, T, d) for _ in range(3))
+    bad = _library(T, d).heads_from_table(B, T, n_heads, table.shape[0], _ptr(table),
+                                          _long_ptr(tok), _ptr(q), _ptr(k), _ptr(v))
+    if bad >= 0:
+        raise IndexError(f"letter {int(tok.view(-1)[bad])} at position {bad} is not a row of the "
+                         f"[{table.shape[0]}, ...] table")
+    return q, k, v
+
+
+@heads_from_table.register_fake
+def _(table, tokens, n_heads):
+    B, T = tokens.shape
+    d = table.shape[1] // (3 * n_heads)
+    return tuple(table.new_empty(B, n_heads, T, d) for _ in range(3))
+
+
+@torch.library.custom_op("inductionlab::table_from_heads", mutates_args=())
+def table_from_heads(tokens: torch.Tensor, dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor,
+                     n_letters: int) -> torch.Tensor:
+    """The gradient of :func:`heads_from_table`'s table: each position's gradients added to
+    its letter's row, positions in order (batch, then position)."""
+    _check(dq, dk, dv)
+    tok, (dq, dk, dv) = _tokens(tokens), (t.contiguous() for t in (dq, dk, dv))
+    B, H, T, d = dq.shape
+    dtable = dq.new_zeros(n_letters, 3 * H * d)
+    _library(T, d).table_from_heads(B, T, H, _long_ptr(tok), _ptr(dq), _ptr(dk), _ptr(dv),
+                                    _ptr(dtable))
+    return dtable
+
+
+@table_from_heads.register_fake
+def _(tokens, dq, dk, dv, n_letters):
+    B, H, T, d = dq.shape
+    return dq.new_empty(n_letters, 3 * H * d)
+
+
+def _tokens(tokens: torch.Tensor) -> torch.Tensor:
+    if tokens.dtype != torch.int64 or tokens.device.type != "cpu" or tokens.dim() != 2:
+        raise ValueError(f"tokens must be a [B, T] int64 CPU tensor, not {tokens.dtype} "
+                         f"{tuple(tokens.shape)} on {tokens.device}")
+    return tokens.contiguous()
+
+
+def _long_ptr(t: torch.Tensor):
+    return ctypes.cast(t.data_ptr(), _LONG_P)
+
+
+def _table_setup(ctx, inputs, output):
+    table, tokens, _ = inputs
+    ctx.save_for_backward(tokens)
+    ctx.n_letters = table.shape[0]
+
+
+def _table_backward(ctx, dq, dk, dv):
+    (tokens,) = ctx.saved_tensors
+    return table_from_heads(tokens, dq, dk, dv, ctx.n_letters), None, None
+
+
+heads_from_table.register_autograd(_table_backward, setup_context=_table_setup)

@@ -308,6 +308,8 @@ class AttentionOnlyTransformer(nn.Module):
                     self._project(x_v, self.W_V[layer]))
         H, D, d = self.W_Q.shape[1:]
         w = self.qkv_weight(layer)
+        if x_q is cache.resid[0] and self.attention_form == "kernel":
+            return kernel.heads_from_table(self.W_E @ w, cache.tokens, H)
         if x_q is cache.resid[0]:
             qkv = (self.W_E @ w)[cache.tokens]
         else:
