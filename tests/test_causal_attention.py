@@ -38,8 +38,12 @@ def test_forward_and_backward_equal_the_explicit_attention_in_float64(T, d):
     assert torch.allclose(pattern.double(), pattern64, atol=1e-6)
     assert torch.allclose(z.double(), z64, atol=1e-6)
     assert torch.equal(pattern.triu(1), torch.zeros_like(pattern))  # exactly causal
+    assert z.transpose(1, 2).is_contiguous()  # position-major: the heads join without a copy
     dz = torch.randn(z.shape, generator=torch.Generator().manual_seed(1))
     grads = torch.autograd.grad(z, (q, k, v), dz)
+    raw = kernel.causal_attention_backward(q.detach(), k.detach(), v.detach(), pattern, dz, scale)
+    for g, g_raw in zip(grads, raw):
+        assert torch.equal(g, g_raw) and g_raw.transpose(1, 2).is_contiguous()
     grads64 = torch.autograd.grad(z64, (q64, k64, v64), dz.double())
     for g, g64, name in zip(grads, grads64, "qkv"):
         assert torch.allclose(g.double(), g64, atol=1e-5), name
@@ -124,6 +128,8 @@ def test_heads_from_the_table_are_the_index_split_into_heads_and_its_gradient_th
     (d_table,) = torch.autograd.grad((q, k, v), table, grads)
     (d_index,) = torch.autograd.grad(by_index, table, grads)
     assert torch.equal(d_table, d_index)
+    position_major = [g.transpose(1, 2).contiguous().transpose(1, 2) for g in grads]
+    assert torch.equal(kernel.table_from_heads(tokens, *position_major, 26), d_index)
     unused = sorted(set(range(26)) - set(tokens.flatten().tolist()))
     assert (d_table[unused] == 0).all() and d_table.abs().sum() > 0
 
@@ -159,3 +165,19 @@ def test_a_built_library_is_reused_not_rebuilt(tmp_path, monkeypatch):
     built = first.stat().st_mtime_ns
     assert kernel.build(12, 4) == first and first.stat().st_mtime_ns == built
     assert first.parent == tmp_path / "inductionlab"
+
+
+def test_compiled_graphs_are_keyed_by_the_operators_source(tmp_path, monkeypatch):
+    """Inductor's cache knows an operator only by its name: a graph compiled against an
+    older kernel must not be found once the kernel changes."""
+    from inductionlab.core import compile_policy
+
+    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "theirs")
+    first = compile_policy.tag_cache_keys()
+    assert first.startswith("theirs,") and first.endswith(kernel.source_tag())
+    assert compile_policy.tag_cache_keys() == first  # set twice, the tag does not grow
+    changed = tmp_path / "causal_attention.cc"
+    changed.write_text(kernel.SOURCE.read_text() + "\n// another kernel\n")
+    monkeypatch.setattr(kernel, "SOURCE", changed)
+    second = compile_policy.tag_cache_keys()
+    assert second.startswith("theirs,") and second != first and second.count(",") == 1

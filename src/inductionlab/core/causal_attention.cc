@@ -3,7 +3,10 @@
 // Built by causal_attention.py for one (T, D): the longest sequence and the head
 // dimension, both compile-time constants, D a power of two; a call runs t <= T positions.
 // Every array is contiguous float32:
-//   q, k, v, z, dq, dk, dv   [n, t, D]      n = batch x heads
+//   q, k, v, dz              [n, t, D]      n = batch x heads
+//   z, dq, dk, dv            [n / nh, t, nh, D]: position-major, as the heads are joined
+//                            for the output projection, and the gradients for the
+//                            backward pass of the projections
 //   p                        [n, t, t]      the pattern: softmax of scale q k^T, causal
 // A head's queries are taken W at a time, one per vector lane: the softmax's maximum and
 // sum over keys, and the gradient's sum over keys, run along the loop, lane by lane, never
@@ -67,7 +70,7 @@ static inline void columns(const float *a, int t, vw out[D][NV]) {
   std::memcpy(out, cols, sizeof cols);
 }
 
-extern "C" void causal_attention_forward(long n, int t, float scale, const float *q,
+extern "C" void causal_attention_forward(long n, long nh, int t, float scale, const float *q,
                                          const float *k, const float *v, float *z, float *p) {
   // W queries at a time, one per lane: the softmax's reductions over keys run along the
   // loop, lane by lane, with no reduction across lanes.
@@ -75,7 +78,8 @@ extern "C" void causal_attention_forward(long n, int t, float scale, const float
   const vw minus_inf = (vw){} - __builtin_inff();
   for (long b = 0; b < n; b++) {
     const float *qb = q + b * t * D, *kb = k + b * t * D, *vb = v + b * t * D;
-    float *zb = z + b * t * D, *pb = p + b * t * t;
+    // z position-major, [n / nh, t, nh, D]: head b % nh of batch element b / nh
+    float *zb = z + (b / nh) * t * nh * D + (b % nh) * D, *pb = p + b * t * t;
     vw qt[D][NV];
     columns(qb, t, qt);
     for (int u = 0; u < NV; u++) {
@@ -111,7 +115,7 @@ extern "C" void causal_attention_forward(long n, int t, float scale, const float
       }
       for (int l = 0; l < rows; l++) {
         std::memcpy(pb + (first + l) * t, rows_p[l], sizeof(float) * t);
-        for (int c = 0; c < D; c++) zb[(first + l) * D + c] = zt[c][l];
+        for (int c = 0; c < D; c++) zb[(first + l) * nh * D + c] = zt[c][l];
       }
     }
   }
@@ -121,13 +125,14 @@ extern "C" void causal_attention_forward(long n, int t, float scale, const float
 // ds = p * (dp - rowsum(p * dp)) (the softmax's backward), dq = scale ds k,
 // dk = scale ds^T q, dv = p^T dz. W queries at a time, one per lane, as in the forward
 // pass; dk and dv gather each block's queries into every key's row.
-extern "C" void causal_attention_backward(long n, int t, float scale, const float *q,
+extern "C" void causal_attention_backward(long n, long nh, int t, float scale, const float *q,
                                           const float *k, const float *v, const float *p,
                                           const float *dz, float *dq, float *dk, float *dv) {
   for (long b = 0; b < n; b++) {
     const float *qb = q + b * t * D, *kb = k + b * t * D, *vb = v + b * t * D;
     const float *pb = p + b * t * t, *dzb = dz + b * t * D;
-    float *dqb = dq + b * t * D;
+    const long out = (b / nh) * t * nh * D + (b % nh) * D;  // position-major, as z
+    float *dqb = dq + out;
     vw dzt[D][NV];
     columns(dzb, t, dzt);
     vd dkr[T], dvr[T];
@@ -181,11 +186,11 @@ extern "C" void causal_attention_backward(long n, int t, float scale, const floa
         dvr[j] += dv0 + dv1;
       }
       for (int l = 0; l < rows; l++)
-        for (int c = 0; c < D; c++) dqb[(first + l) * D + c] = dqt[c][l];
+        for (int c = 0; c < D; c++) dqb[(first + l) * nh * D + c] = dqt[c][l];
     }
     for (int j = 0; j < t; j++) {
-      store_d(dk + b * t * D + j * D, dkr[j]);
-      store_d(dv + b * t * D + j * D, dvr[j]);
+      store_d(dk + out + j * nh * D, dkr[j]);
+      store_d(dv + out + j * nh * D, dvr[j]);
     }
   }
 }
@@ -212,20 +217,19 @@ extern "C" long heads_from_table(long nb, int t, long nh, long v, const float *t
 }
 
 // The gradient of the table above, given those of the queries, keys and values
-// (dq, dk, dv [nb, nh, t, D], contiguous): dtable [v, 3 nh D], zeroed by the caller, gets
-// every position's row added to its letter's row, positions in order (batch, then
-// position) for every element.
+// (dq, dk, dv [nb, t, nh, D], position-major as causal_attention_backward writes them):
+// dtable [v, 3 nh D], zeroed by the caller, gets every position's row added to its
+// letter's row, positions in order (batch, then position) for every element.
 extern "C" void table_from_heads(long nb, int t, long nh, const long *tok, const float *dq,
                                  const float *dk, const float *dv, float *dtable) {
   const long width = 3 * nh * D;
   const float *grads[3] = {dq, dk, dv};
-  for (long b = 0; b < nb; b++)
-    for (int j = 0; j < t; j++) {
-      float *row = dtable + tok[b * t + j] * width;
-      for (int part = 0; part < 3; part++)
-        for (long h = 0; h < nh; h++) {
-          float *cell = row + (part * nh + h) * D;
-          store_d(cell, load_d(cell) + load_d(grads[part] + ((b * nh + h) * t + j) * D));
-        }
-    }
+  for (long i = 0; i < nb * t; i++) {
+    float *row = dtable + tok[i] * width;
+    for (int part = 0; part < 3; part++)
+      for (long h = 0; h < nh; h++) {
+        float *cell = row + (part * nh + h) * D;
+        store_d(cell, load_d(cell) + load_d(grads[part] + (i * nh + h) * D));
+      }
+  }
 }

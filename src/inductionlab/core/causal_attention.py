@@ -2,7 +2,10 @@
 
 ``causal_attention(q, k, v, scale)`` gives ``(z, pattern)`` with
 ``pattern = softmax(scale q kᵀ + causal mask)`` and ``z = pattern v``: the numbers of the
-model's explicit attention (to float32 rounding), for ``q, k, v`` of shape [B, H, T, d].
+model's explicit attention (to float32 rounding), for ``q, k, v`` of shape [B, H, T, d]
+(``z``, and the gradients ``dq, dk, dv`` of the backward pass, laid out position-major,
+as [B, T, H, d]: the heads joined for the output projection, and the gradients for the
+projections' backward pass, without a copy).
 The library (``causal_attention.cc``) is built with the machine's C++ compiler for a head
 size ``d`` and a longest sequence (one library serves every ``T`` up to the next multiple
 of 8) the first time it is asked for, and kept beside inductor's cache; a later process
@@ -80,6 +83,15 @@ def inductor_cache_dir() -> Path:
     return Path(os.environ.get("TORCHINDUCTOR_CACHE_DIR", default))
 
 
+def source_tag() -> str:
+    """A digest of the operators' C++ and Python source. Inductor's on-disk cache of compiled
+    graphs keys a graph by its code, in which an operator is only its name: a graph compiled
+    before the operators changed (their outputs' layout, say) would be taken from the cache
+    and fail its checks. :func:`.compile_policy.loss_function` puts this digest in the key."""
+    text = SOURCE.read_text() + Path(__file__).read_text()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def cache_dir() -> Path:
     """Built libraries, beside inductor's compiled code."""
     return inductor_cache_dir() / "inductionlab"
@@ -133,9 +145,9 @@ def _library(seq_len: int, d_head: int) -> ctypes.CDLL:
 @functools.lru_cache(maxsize=None)
 def _loaded(seq_len: int, d_head: int) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build(seq_len, d_head)))
-    floats = [ctypes.c_long, ctypes.c_int, ctypes.c_float] + [_FLOAT_P] * 3
-    lib.causal_attention_forward.argtypes = floats + [_FLOAT_P] * 2
-    lib.causal_attention_backward.argtypes = floats + [_FLOAT_P] * 5
+    sizes = [ctypes.c_long, ctypes.c_int, ctypes.c_float]  # heads in all, positions, scale
+    lib.causal_attention_forward.argtypes = sizes[:1] + [ctypes.c_long] + sizes[1:] + [_FLOAT_P] * 5
+    lib.causal_attention_backward.argtypes = sizes[:1] + [ctypes.c_long] + sizes[1:] + [_FLOAT_P] * 8
     lib.causal_attention_forward.restype = lib.causal_attention_backward.restype = None
     lib.heads_from_table.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_long,
                                      _FLOAT_P, _LONG_P] + [_FLOAT_P] * 3
@@ -173,17 +185,33 @@ def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     _check(q, k, v)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     B, H, T, d = q.shape
-    z = torch.empty_like(q)
+    z = _position_major(q)
     pattern = q.new_empty(B, H, T, T)
-    _library(T, d).causal_attention_forward(B * H, T, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(z),
+    _library(T, d).causal_attention_forward(B * H, H, T, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(z),
                                             _ptr(pattern))
     return z, pattern
+
+
+def _as_position_major(t: torch.Tensor) -> torch.Tensor:
+    """``t`` [B, H, T, d] laid out as [B, T, H, d]: as it is, or copied so."""
+    if t.transpose(1, 2).is_contiguous():
+        return t
+    out = _position_major(t)
+    out.copy_(t)
+    return out
+
+
+def _position_major(like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised [B, H, T, d] tensor laid out as [B, T, H, d]: the heads' outputs as
+    the output projection reads them, joined without a copy."""
+    B, H, T, d = like.shape
+    return like.new_empty(B, T, H, d).transpose(1, 2)
 
 
 @causal_attention.register_fake
 def _(q, k, v, scale):
     B, H, T, d = q.shape
-    return q.new_empty(B, H, T, d), q.new_empty(B, H, T, T)
+    return _position_major(q), q.new_empty(B, H, T, T)
 
 
 @torch.library.custom_op("inductionlab::causal_attention_backward", mutates_args=())
@@ -193,15 +221,15 @@ def causal_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     _check(q, k, v, pattern, dz)
     q, k, v, pattern, dz = (t.contiguous() for t in (q, k, v, pattern, dz))
     B, H, T, d = q.shape
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(q), torch.empty_like(q)
-    _library(T, d).causal_attention_backward(B * H, T, scale, _ptr(q), _ptr(k), _ptr(v), _ptr(pattern),
-                                             _ptr(dz), _ptr(dq), _ptr(dk), _ptr(dv))
+    dq, dk, dv = _position_major(q), _position_major(q), _position_major(q)
+    _library(T, d).causal_attention_backward(B * H, H, T, scale, _ptr(q), _ptr(k), _ptr(v),
+                                             _ptr(pattern), _ptr(dz), _ptr(dq), _ptr(dk), _ptr(dv))
     return dq, dk, dv
 
 
 @causal_attention_backward.register_fake
 def _(q, k, v, pattern, dz, scale):
-    return q.new_empty(q.shape), q.new_empty(q.shape), q.new_empty(q.shape)
+    return _position_major(q), _position_major(q), _position_major(q)
 
 
 def _setup_context(ctx, inputs, output):
@@ -250,9 +278,10 @@ def _(table, tokens, n_heads):
 def table_from_heads(tokens: torch.Tensor, dq: torch.Tensor, dk: torch.Tensor, dv: torch.Tensor,
                      n_letters: int) -> torch.Tensor:
     """The gradient of :func:`heads_from_table`'s table: each position's gradients added to
-    its letter's row, positions in order (batch, then position)."""
+    its letter's row, positions in order (batch, then position). The gradients are read
+    position-major, as the attention's backward pass writes them."""
     _check(dq, dk, dv)
-    tok, (dq, dk, dv) = _tokens(tokens), (t.contiguous() for t in (dq, dk, dv))
+    tok, (dq, dk, dv) = _tokens(tokens), (_as_position_major(t) for t in (dq, dk, dv))
     B, H, T, d = dq.shape
     dtable = dq.new_zeros(n_letters, 3 * H * d)
     _library(T, d).table_from_heads(B, T, H, _long_ptr(tok), _ptr(dq), _ptr(dk), _ptr(dv),

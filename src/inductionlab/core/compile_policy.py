@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from .causal_attention import inductor_cache_dir
+from .causal_attention import inductor_cache_dir, source_tag
 from .metrics import mean_loss
 from .spec import Spec
 
@@ -37,6 +37,7 @@ def loss_function(model, compiled: bool, log):
 
     if not compiled:
         return eager
+    tag_cache_keys()
     compiled_fn = torch.compile(eager)
     state = {"fn": None}
 
@@ -52,6 +53,19 @@ def loss_function(model, compiled: bool, log):
         return state["fn"](tokens)
 
     return first_call_decides
+
+
+TAG_PREFIX = "inductionlab-operators-"
+
+
+def tag_cache_keys() -> str:
+    """Key inductor's caches of compiled graphs by the project's operators' source too
+    (:func:`.causal_attention.source_tag`), beside any tag of the user's
+    (``TORCH_COMPILE_CACHE_KEY_TAG``). Returns the tag set."""
+    config = torch.compiler.config
+    theirs = [part for part in config.cache_key_tag.split(",") if part and not part.startswith(TAG_PREFIX)]
+    config.cache_key_tag = ",".join(theirs + [TAG_PREFIX + source_tag()])
+    return config.cache_key_tag
 
 
 @contextlib.contextmanager

@@ -315,7 +315,9 @@ class AttentionOnlyTransformer(nn.Module):
         else:
             qkv = x_q @ w
         B, T = cache.tokens.shape
-        return qkv.view(B, T, 3 * H, d).transpose(1, 2).split(H, dim=1)
+        # split position-major, then each seen as [B, H, T, d]: the backward pass joins the
+        # kernel's position-major gradients into the product's [B T, 3 H d] in one copy
+        return tuple(part.transpose(1, 2) for part in qkv.view(B, T, 3 * H, d).split(H, dim=2))
 
     def _run(self, tokens: torch.Tensor, intervention: Intervention, per_head: bool,
              keep_pattern: bool = True):
