@@ -41,12 +41,15 @@ Measured and left out, because they did not pay on a 2-core AMD EPYC (AVX2, torc
 - AdamW with ``foreach=True``: 0.53 ms per step against 0.73 (loop) and 0.22 (fused);
 - MKL's ``MKL_DEBUG_CPU_TYPE`` / ``MKL_ENABLE_INSTRUCTIONS`` on an AMD CPU: no change;
 - the attention kernel reading the queries, keys and values where the product leaves them
-  ([B, T, 3, H, d]) and writing z and the gradient in the products' layouts, so that no
-  transposing copy runs around it: the strided kernel is slower (a [256, 4, 24, 8]
-  layer-batch's forward 0.54 -> 0.59 ms, backward 0.64 -> 0.79 ms, the same numbers bit
-  for bit) by about what the copies cost once freed memory is reused
-  (``inductionlab/heap.py``): 10.2-10.9 against 10.8-11.6 ms a two_layer step. Before that,
-  it looked 5-10 % faster, because every copy's new buffer was faulted in afresh.
+  ([B, T, 3, H, d]), strided or gathered per batch element into head-major blocks: both
+  slower than reading contiguous heads (a [256, 4, 24, 8] layer-batch's backward pass 0.65
+  -> 0.80-0.99 ms, forward 0.54 -> 0.59-0.64 ms, the same numbers bit for bit), by about
+  what the copies around it cost. What the kernel writes is cheaper to place: it writes z
+  and the gradients of q, k and v position-major ([B, T, H, d]), which costs it little and
+  leaves the output projection and the projections' backward pass no reordering copy;
+  layer 0's q, k, v are gathered from the [V, 3 H d] table in C++ and the table's gradient
+  added there row by row (``heads_from_table``), not by inductor's one-element-at-a-time
+  index backward.
 """
 from __future__ import annotations
 

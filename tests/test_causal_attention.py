@@ -172,12 +172,13 @@ def test_compiled_graphs_are_keyed_by_the_operators_source(tmp_path, monkeypatch
     older kernel must not be found once the kernel changes."""
     from inductionlab.core import compile_policy
 
-    monkeypatch.setattr(torch.compiler.config, "cache_key_tag", "theirs")
-    first = compile_policy.tag_cache_keys()
-    assert first.startswith("theirs,") and first.endswith(kernel.source_tag())
-    assert compile_policy.tag_cache_keys() == first  # set twice, the tag does not grow
-    changed = tmp_path / "causal_attention.cc"
-    changed.write_text(kernel.SOURCE.read_text() + "\n// another kernel\n")
-    monkeypatch.setattr(kernel, "SOURCE", changed)
-    second = compile_policy.tag_cache_keys()
-    assert second.startswith("theirs,") and second != first and second.count(",") == 1
+    with torch.compiler.config.patch(cache_key_tag="theirs"):
+        first = compile_policy.tag_cache_keys()
+        assert first.startswith("theirs,") and first.endswith(kernel.source_tag())
+        assert compile_policy.tag_cache_keys() == first  # set twice, the tag does not grow
+        changed = tmp_path / "causal_attention.cc"
+        changed.write_text(kernel.SOURCE.read_text() + "\n// another kernel\n")
+        monkeypatch.setattr(kernel, "SOURCE", changed)
+        second = compile_policy.tag_cache_keys()
+        assert second.startswith("theirs,") and second != first and second.count(",") == 1
+    assert torch.compiler.config.cache_key_tag != second  # the patch is undone
