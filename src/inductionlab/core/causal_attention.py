@@ -87,7 +87,7 @@ def source_tag() -> str:
     """A digest of the operators' C++ and Python source. Inductor's on-disk cache of compiled
     graphs keys a graph by its code, in which an operator is only its name: a graph compiled
     before the operators changed (their outputs' layout, say) would be taken from the cache
-    and fail its checks. :func:`.compile_policy.loss_function` puts this digest in the key."""
+    and fail its checks. :func:`.compile_policy.tag_cache_keys` puts this digest in the key."""
     text = SOURCE.read_text() + Path(__file__).read_text()
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -145,9 +145,10 @@ def _library(seq_len: int, d_head: int) -> ctypes.CDLL:
 @functools.lru_cache(maxsize=None)
 def _loaded(seq_len: int, d_head: int) -> ctypes.CDLL:
     lib = ctypes.CDLL(str(build(seq_len, d_head)))
-    sizes = [ctypes.c_long, ctypes.c_int, ctypes.c_float]  # heads in all, positions, scale
-    lib.causal_attention_forward.argtypes = sizes[:1] + [ctypes.c_long] + sizes[1:] + [_FLOAT_P] * 5
-    lib.causal_attention_backward.argtypes = sizes[:1] + [ctypes.c_long] + sizes[1:] + [_FLOAT_P] * 8
+    # heads in all, heads a batch element, positions, scale
+    sizes = [ctypes.c_long, ctypes.c_long, ctypes.c_int, ctypes.c_float]
+    lib.causal_attention_forward.argtypes = sizes + [_FLOAT_P] * 5
+    lib.causal_attention_backward.argtypes = sizes + [_FLOAT_P] * 8
     lib.causal_attention_forward.restype = lib.causal_attention_backward.restype = None
     lib.heads_from_table.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.c_long,
                                      _FLOAT_P, _LONG_P] + [_FLOAT_P] * 3

@@ -308,10 +308,11 @@ class AttentionOnlyTransformer(nn.Module):
                     self._project(x_v, self.W_V[layer]))
         H, D, d = self.W_Q.shape[1:]
         w = self.qkv_weight(layer)
-        if x_q is cache.resid[0] and self.attention_form == "kernel":
-            return kernel.heads_from_table(self.W_E @ w, cache.tokens, H)
         if x_q is cache.resid[0]:
-            qkv = (self.W_E @ w)[cache.tokens]
+            table = self.W_E @ w
+            if self.attention_form == "kernel":  # the gather and its gradient in C++
+                return kernel.heads_from_table(table, cache.tokens, H)
+            qkv = table[cache.tokens]
         else:
             qkv = x_q @ w
         B, T = cache.tokens.shape
