@@ -12,12 +12,17 @@
 // sum over keys, and the gradient's sum over keys, run along the loop, lane by lane, never
 // across lanes. A block's scores, pattern and partial sums stay in registers and on the
 // stack (a few vectors per key: T = 4096 takes under 1 MB of stack with D = 8); only z and
-// p (forward) and dq, dk, dv (backward) are written to memory.
+// p (forward) and dq, dk, dv (backward) are written to memory. Where D = W (8), a block's
+// rows go to and from its lanes by 8 x 8 transposes in registers, not float by float
+// through the stack; the arithmetic, and so every bit of the results, is the same.
 //
 // heads_from_table and table_from_heads give layer 0's queries, keys and values from the
 // [vocabulary, 3 heads D] product of the embedding with the projections, by letter, in the
 // layout above, and that product's gradient: a row gather and its scatter-add.
 #include <cstring>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #ifndef T
 #error "define T (sequence length)"
@@ -61,13 +66,68 @@ static inline vw exp_w(vw x) {
   return y * two_n;
 }
 
+static inline vw load_w(const float *p) { vw v; std::memcpy(&v, p, sizeof v); return v; }
+static inline void store_w(float *p, vw v) { std::memcpy(p, &v, sizeof v); }
+
+// W x W floats, given as W vectors, transposed in place: r[i][j] becomes r[j][i].
+static inline void transpose_w(vw r[W]) {
+#if defined(__AVX__)
+  static_assert(W == 8, "the AVX transpose takes 8 x 8 floats");
+  __m256 a[8], b[8];
+  for (int i = 0; i < 8; i++) a[i] = (__m256)r[i];
+  for (int i = 0; i < 8; i += 2) {
+    b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+    b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    a[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
+    a[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
+    a[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+    a[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = (vw)_mm256_permute2f128_ps(a[i], a[i + 4], 0x20);
+    r[i + 4] = (vw)_mm256_permute2f128_ps(a[i], a[i + 4], 0x31);
+  }
+#else
+  float m[W][W], o[W][W];
+  std::memcpy(m, r, sizeof m);
+  for (int i = 0; i < W; i++)
+    for (int j = 0; j < W; j++) o[j][i] = m[i][j];
+  std::memcpy(r, o, sizeof o);
+#endif
+}
+
 // The t rows of a [t, D] block as D vectors of TP lanes (a transpose, zero-padded).
 static inline void columns(const float *a, int t, vw out[D][NV]) {
-  float cols[D][TP];
-  std::memset(cols, 0, sizeof cols);
-  for (int j = 0; j < t; j++)
-    for (int c = 0; c < D; c++) cols[c][j] = a[j * D + c];
-  std::memcpy(out, cols, sizeof cols);
+  if constexpr (D == W) {  // W rows at a time, transposed in registers
+    for (int u = 0; u < NV; u++) {
+      vw r[W];
+      for (int l = 0; l < W; l++) r[l] = u * W + l < t ? load_w(a + (u * W + l) * D) : (vw){};
+      transpose_w(r);
+      for (int c = 0; c < D; c++) out[c][u] = r[c];
+    }
+  } else {
+    float cols[D][TP];
+    std::memset(cols, 0, sizeof cols);
+    for (int j = 0; j < t; j++)
+      for (int c = 0; c < D; c++) cols[c][j] = a[j * D + c];
+    std::memcpy(out, cols, sizeof cols);
+  }
+}
+
+// Lane l of the D vectors x, for the block's rows l < rows, stored as row l of a
+// row-major [rows, D] array with rows `stride` floats apart.
+static inline void store_rows(vw x[D], int rows, float *out, long stride) {
+  if constexpr (D == W) {
+    transpose_w(x);
+    for (int l = 0; l < rows; l++) store_w(out + l * stride, x[l]);
+  } else {
+    float xc[D][W];
+    std::memcpy(xc, x, sizeof xc);
+    for (int l = 0; l < rows; l++)
+      for (int c = 0; c < D; c++) out[l * stride + c] = xc[c][l];
+  }
 }
 
 extern "C" void causal_attention_forward(long n, long nh, int t, float scale, const float *q,
@@ -106,17 +166,26 @@ extern "C" void causal_attention_forward(long n, long nh, int t, float scale, co
       const vw inv = 1.f / total;
       vw zt[D];
       for (int c = 0; c < D; c++) zt[c] = (vw){};
-      float rows_p[W][TP];
-      std::memset(rows_p, 0, sizeof rows_p);
       for (int j = 0; j < keys; j++) {
         vw pj = s[j] * inv;
         for (int c = 0; c < D; c++) zt[c] += vb[j * D + c] * pj;
-        for (int l = 0; l < W; l++) rows_p[l][j] = pj[l];
+        s[j] = pj;
       }
-      for (int l = 0; l < rows; l++) {
-        std::memcpy(pb + (first + l) * t, rows_p[l], sizeof(float) * t);
-        for (int c = 0; c < D; c++) zb[(first + l) * nh * D + c] = zt[c][l];
+      // the block's pattern rows: W keys at a time, transposed to queries' rows
+      for (int j0 = 0; j0 < keys; j0 += W) {
+        vw tile[W];
+        for (int i = 0; i < W; i++) tile[i] = j0 + i < keys ? s[j0 + i] : (vw){};
+        transpose_w(tile);
+        const int width = t - j0 < W ? t - j0 : W;
+        for (int l = 0; l < rows; l++) {
+          float *row = pb + (first + l) * t + j0;
+          if (width == W) store_w(row, tile[l]);
+          else std::memcpy(row, &tile[l], sizeof(float) * width);
+        }
       }
+      for (int l = 0; l < rows; l++)
+        std::memset(pb + (first + l) * t + keys, 0, sizeof(float) * (t - keys));
+      store_rows(zt, rows, zb + first * nh * D, nh * D);
     }
   }
 }
@@ -144,14 +213,24 @@ extern "C" void causal_attention_backward(long n, long nh, int t, float scale, c
       const int first = u * W;
       const int keys = t < first + W ? t : first + W;
       const int rows = t - first < W ? t - first : W;
-      float pcols[TP][W];  // the block's pattern, key by key, its queries on lanes
-      std::memset(pcols, 0, sizeof pcols);
-      for (int l = 0; l < rows; l++)
-        for (int j = 0; j <= first + l; j++) pcols[j][l] = pb[(first + l) * t + j];
+      // the block's pattern, key by key, its queries on lanes: W keys at a time, the
+      // rows' entries past their query (zero, as the forward pass wrote them) included
       vw pt[TP], dp[TP];
+      for (int j0 = 0; j0 < keys; j0 += W) {
+        const int width = keys - j0 < W ? keys - j0 : W;
+        vw tile[W];
+        for (int l = 0; l < W; l++) {
+          tile[l] = (vw){};
+          if (l >= rows) continue;
+          const float *row = pb + (first + l) * t + j0;
+          if (width == W) tile[l] = load_w(row);
+          else std::memcpy(&tile[l], row, sizeof(float) * width);
+        }
+        transpose_w(tile);
+        for (int i = 0; i < width; i++) pt[j0 + i] = tile[i];
+      }
       vw rowsum = (vw){};
       for (int j = 0; j < keys; j++) {
-        std::memcpy(&pt[j], pcols[j], sizeof pt[j]);
         vw x = (vw){};
         for (int c = 0; c < D; c++) x += vb[j * D + c] * dzt[c][u];
         dp[j] = x;
@@ -185,8 +264,7 @@ extern "C" void causal_attention_backward(long n, long nh, int t, float scale, c
         dkr[j] += dk0 + dk1;
         dvr[j] += dv0 + dv1;
       }
-      for (int l = 0; l < rows; l++)
-        for (int c = 0; c < D; c++) dqb[(first + l) * nh * D + c] = dqt[c][l];
+      store_rows(dqt, rows, dqb + first * nh * D, nh * D);
     }
     for (int j = 0; j < t; j++) {
       store_d(dk + out + j * nh * D, dkr[j]);
