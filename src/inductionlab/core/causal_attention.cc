@@ -250,7 +250,9 @@ extern "C" void causal_attention_backward(long n, long nh, int t, float scale, c
         std::memcpy(dsa, &ds, sizeof dsa);
         std::memcpy(pa, &pt[j], sizeof pa);
         vd dk0 = (vd){}, dk1 = (vd){}, dv0 = (vd){}, dv1 = (vd){};
-        int l = 0;
+        // queries before key j see it not (their ds and p are zero): start at the even
+        // query at or below j, so that every term still joins the sum it joined
+        int l = j > first ? (j - first) & ~1 : 0;
         for (; l + 1 < rows; l += 2) {
           dk0 += dsa[l] * qrow[l];
           dk1 += dsa[l + 1] * qrow[l + 1];
