@@ -182,3 +182,41 @@ def test_compiled_graphs_are_keyed_by_the_operators_source(tmp_path, monkeypatch
         second = compile_policy.tag_cache_keys()
         assert second.startswith("theirs,") and second != first and second.count(",") == 1
     assert torch.compiler.config.cache_key_tag != second  # the patch is undone
+
+
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"),
+                    reason="inductor probes vector instruction sets by CPU flags on x86 only")
+def test_the_vector_isa_probe_is_run_once_a_machine_and_trusted_only_when_all_passed(tmp_path, monkeypatch):
+    """Inductor's probe of AVX2/AVX-512 (a test library built and loaded in a fresh
+    interpreter) costs every compiling process; once it has passed here, later processes
+    take the CPU's flags, which must pick what the probe picked."""
+    from torch._inductor import config, cpu_vec_isa
+
+    from inductionlab.core import compile_policy
+
+    marker = tmp_path / "vector-isa.ok"
+    monkeypatch.setattr(compile_policy, "_isa_marker", lambda: marker)
+    with config.patch({"cpp.vec_isa_ok": None}):
+        probed = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+        assert compile_policy.settle_vector_isa() and config.cpp.vec_isa_ok is True
+        assert marker.read_text().split("\n")[:-1] == probed  # recorded: every set passed
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+        assert [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()] == probed  # the same pick
+
+    with config.patch({"cpp.vec_isa_ok": None}):  # the marker found: no probe
+        monkeypatch.setattr(cpu_vec_isa, "valid_vec_isa_list", lambda: pytest.fail("probed again"))
+        assert compile_policy.settle_vector_isa() and config.cpp.vec_isa_ok is True
+    monkeypatch.undo()
+
+    marker = tmp_path / "another-machine.ok"
+    monkeypatch.setattr(compile_policy, "_isa_marker", lambda: marker)
+    # the probe rejects a set the CPU's flags name
+    failing = lambda: probed if config.cpp.vec_isa_ok else probed[1:]  # noqa: E731
+    failing.cache_clear = lambda: None
+    monkeypatch.setattr(cpu_vec_isa, "valid_vec_isa_list", failing)
+    with config.patch({"cpp.vec_isa_ok": None}):
+        assert not compile_policy.settle_vector_isa() and config.cpp.vec_isa_ok is None
+    assert not marker.exists()
+    with config.patch({"cpp.vec_isa_ok": False}):  # a user's setting stands
+        assert not compile_policy.settle_vector_isa() and config.cpp.vec_isa_ok is False

@@ -61,7 +61,7 @@ def _compiler() -> str:
     raise KernelUnavailable("no C++ compiler found (set CXX, or install g++)")
 
 
-def _machine() -> str:
+def machine() -> str:
     """What code built with -march=native depends on: the CPU's model and features."""
     lines = []
     try:
@@ -104,7 +104,7 @@ def _compiler_version(compiler: str) -> str:
 
 def library_path(seq_len: int, d_head: int, compiler: str) -> Path:
     version = _compiler_version(compiler)
-    key = "\n".join([SOURCE.read_text(), " ".join(FLAGS), version, _machine(),
+    key = "\n".join([SOURCE.read_text(), " ".join(FLAGS), version, machine(),
                      f"T={seq_len} D={d_head}"])
     return cache_dir() / f"causal_attention-T{seq_len}-D{d_head}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 
 import torch
@@ -38,6 +39,7 @@ def loss_function(model, compiled: bool, log):
     if not compiled:
         return eager
     tag_cache_keys()
+    settle_vector_isa()
     compiled_fn = torch.compile(eager)
     state = {"fn": None}
 
@@ -66,6 +68,53 @@ def tag_cache_keys() -> str:
     theirs = [part for part in config.cache_key_tag.split(",") if part and not part.startswith(TAG_PREFIX)]
     config.cache_key_tag = ",".join(theirs + [TAG_PREFIX + source_tag()])
     return config.cache_key_tag
+
+
+def _isa_marker():
+    """Where a machine's passed probe of inductor's vector instruction sets is recorded: one
+    file per torch, C++ compiler and CPU (what the probe's outcome depends on)."""
+    from torch._inductor.cpp_builder import get_compiler_version_info, get_cpp_compiler
+
+    from .causal_attention import cache_dir, machine
+
+    compiler = get_cpp_compiler()
+    key = "\n".join([str(torch.__version__), compiler, get_compiler_version_info(compiler), machine()])
+    return cache_dir() / f"vector-isa-{hashlib.sha256(key.encode()).hexdigest()[:16]}.ok"
+
+
+def settle_vector_isa() -> bool:
+    """Spare every compiling process inductor's probe of the vector instruction sets.
+
+    Before it compiles, inductor checks each instruction set the CPU's flags name (AVX2,
+    AVX-512) by building a test library and loading it in a fresh interpreter, in every
+    process: about 1.6 CPU s of a training job whose graphs all come from the cache. The
+    outcome depends only on torch, the compiler and the CPU. The first process here runs
+    the probe as inductor does; when every named set passes, a marker in the cache says
+    so, and this and every later process tell inductor to take the CPU's flags as they
+    are (``cpp.vec_isa_ok``), which picks the same instruction set and so the same code.
+    Where a set fails, or on another architecture, inductor probes as before; a user's
+    own ``TORCHINDUCTOR_VEC_ISA_OK`` is left alone. Returns whether the flags are taken."""
+    import platform
+
+    from torch._inductor import config, cpu_vec_isa
+
+    if config.cpp.vec_isa_ok is not None or platform.machine() not in ("x86_64", "AMD64"):
+        return False
+    marker = _isa_marker()
+    if not marker.exists():
+        probed = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+        with config.patch({"cpp.vec_isa_ok": True}):
+            flagged = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+        if probed != flagged:
+            return False
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+        tmp.write_text("\n".join(probed) + "\n")
+        os.replace(tmp, marker)  # whole or absent, whoever writes last
+    config.cpp.vec_isa_ok = True
+    return True
 
 
 @contextlib.contextmanager
