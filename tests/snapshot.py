@@ -6,11 +6,22 @@ A refactoring must leave the tiny end-to-end run's tables and report text as the
 against it. A change that moves results on purpose writes it again, from a finished tiny
 run, and says in its message what moved:
 
-    python tests/snapshot.py WORKDIR > tests/snapshots/tiny_run.json
+    python tests/snapshot.py WORKDIR > "$(python tests/snapshot.py --path)"
 
 Tables are compared by their values (floats to 9 significant digits, so that the last bit
 of a sum does not count); the report by its text, with what differs between two equal runs
 (dates, durations, the run's folder, versions) masked.
+
+The same code gives other floats on another kind of CPU: the matrix library and PyTorch's
+vectorised kernels take other code paths on an Intel and an AMD core, and a few steps of
+training carry the last bits into the third digit of a reported score. A kind of CPU
+(its vendor and the instruction set PyTorch dispatches to) with its own snapshot,
+``snapshots/tiny_run.<vendor>-<capability>.json``, is compared against that; any other
+against ``snapshots/tiny_run.json``. ``--path`` prints the file this machine compares
+against. Write a new kind's snapshot only from a run of code whose snapshot passes on a
+kind already recorded. A change that moves results on purpose writes its own kind's
+snapshot and deletes the others, which it cannot check; a kind left without one is not
+compared (the test says so and skips) until a run on it records one.
 """
 from __future__ import annotations
 
@@ -23,7 +34,32 @@ from pathlib import Path
 
 import pandas as pd
 
-SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "tiny_run.json"
+SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+
+
+def cpu_kind() -> str:
+    """The CPU's vendor and the instruction set PyTorch's kernels dispatch to here, e.g.
+    ``GenuineIntel-AVX512``: what the tiny run's last bits depend on besides the code."""
+    import torch
+
+    vendor = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                vendor = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{vendor}-{torch.backends.cpu.get_cpu_capability()}"
+
+
+def snapshot_path() -> Path:
+    """The snapshot this machine's tiny run is compared against (see the module's text)."""
+    own = SNAPSHOTS / f"tiny_run.{cpu_kind()}.json"
+    return own if own.exists() else SNAPSHOTS / "tiny_run.json"
+
+
+SNAPSHOT = snapshot_path()
 # columns that differ between two equal runs: wall-clock times
 TIMING = re.compile(r"(?:^|_)(?:seconds|wall|time_s|elapsed|ms_per_step|timestamp)(?:$|_)")
 MASKS = [
@@ -130,5 +166,8 @@ def differences(now: dict, then: dict) -> list[str]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--path"]:  # the file a snapshot of this machine's run belongs in
+        print(SNAPSHOTS / f"tiny_run.{cpu_kind()}.json")
+        sys.exit(0)
     json.dump(snapshot(Path(sys.argv[1])), sys.stdout, indent=1)
     sys.stdout.write("\n")

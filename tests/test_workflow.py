@@ -67,8 +67,10 @@ def test_tables_and_report_text_are_the_snapshot_s(tiny_run):
     """A change that only reorganises the code leaves every table and the report's text as
     they were (tests/snapshot.py says how to write the snapshot again when results move on
     purpose)."""
-    from snapshot import SNAPSHOT, differences, snapshot
+    from snapshot import SNAPSHOT, cpu_kind, differences, snapshot
 
+    if not SNAPSHOT.exists():
+        pytest.skip(f"no snapshot of the tiny run recorded for this kind of CPU ({cpu_kind()})")
     assert differences(snapshot(tiny_run), json.loads(SNAPSHOT.read_text())) == []
 
 
