@@ -17,8 +17,8 @@ vectorised kernels take other code paths on an Intel and an AMD core, and a few 
 training carry the last bits into the third digit of a reported score. A kind of CPU
 (its vendor and the instruction set PyTorch dispatches to) with its own snapshot,
 ``snapshots/tiny_run.<vendor>-<capability>.json``, is compared against that; any other
-against ``snapshots/tiny_run.json``. ``--path`` prints the file this machine compares
-against. Write a new kind's snapshot only from a run of code whose snapshot passes on a
+against ``snapshots/tiny_run.json``. ``--path`` prints the file this machine's own
+snapshot belongs in (``snapshot_path`` the one it is compared against). Write a new kind's snapshot only from a run of code whose snapshot passes on a
 kind already recorded. A change that moves results on purpose writes its own kind's
 snapshot and deletes the others, which it cannot check; a kind left without one is not
 compared (the test says so and skips) until a run on it records one.

@@ -74,6 +74,16 @@ def test_tables_and_report_text_are_the_snapshot_s(tiny_run):
     assert differences(snapshot(tiny_run), json.loads(SNAPSHOT.read_text())) == []
 
 
+def test_a_kind_of_cpu_is_compared_against_its_own_snapshot_else_the_first(monkeypatch):
+    import snapshot
+
+    monkeypatch.setattr(snapshot, "cpu_kind", lambda: "NoVendor-NONE")
+    assert snapshot.snapshot_path() == snapshot.SNAPSHOTS / "tiny_run.json"
+    own = next(snapshot.SNAPSHOTS.glob("tiny_run.*-*.json"))
+    monkeypatch.setattr(snapshot, "cpu_kind", lambda: own.name[len("tiny_run."):-len(".json")])
+    assert snapshot.snapshot_path() == own
+
+
 def test_second_run_has_nothing_to_do(tiny_run):
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--cores", "1",
